@@ -1,0 +1,272 @@
+"""One scenario -> one report: per-operator rows for prefill and decode, TTFT, TPOT, latency,
+throughput and memory, each time both *ideal* (peak rates) and *estimated* (derated).
+
+Decode is integrated exactly over every generated token: per-operator FLOPs and bytes are
+affine in the context length between sliding-window breakpoints, so sums over the decode steps
+are arithmetic series, and max(compute, memory) is summed exactly by splitting at the crossover.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .forward import forward_ops
+from .hardware import Efficiency, Hardware
+from .memory import (MemoryFootprint, activation_peak_bytes, kv_cache_bytes,
+                     kv_cache_bytes_per_token, max_batch, max_context, weight_bytes)
+from .model import Model, ParamCounts, count_params
+from .operators import OpKind, Operator
+from .precision import DType, Precision
+from .roofline import Rates, op_time_s, rates
+from .workload import Workload
+
+_BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
+                "kv_write_bytes", "comm_bytes")
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One operator of a phase, totals over its ``count`` executions in one pass (prefill) or
+    averaged per decode step (decode). Times in seconds."""
+    phase: str
+    name: str
+    kind: OpKind
+    group: str
+    count: int
+    flops: float
+    weight_bytes: float
+    act_read_bytes: float
+    act_write_bytes: float
+    kv_read_bytes: float
+    kv_write_bytes: float
+    comm_bytes: float
+    compute_s: float          # ideal FLOPs / peak
+    memory_s: float           # ideal bytes / bandwidth
+    ideal_s: float
+    estimated_s: float
+
+    @property
+    def memory_bytes(self) -> float:
+        return (self.weight_bytes + self.act_read_bytes + self.act_write_bytes
+                + self.kv_read_bytes + self.kv_write_bytes)
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        b = self.memory_bytes
+        return self.flops / b if b > 0 else None
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Rows of one phase and their totals (prefill: one pass; decode: mean per step)."""
+    name: str
+    rows: tuple[OpRow, ...]
+
+    @property
+    def flops(self) -> float:
+        return sum(r.flops for r in self.rows)
+
+    @property
+    def memory_bytes(self) -> float:
+        return sum(r.memory_bytes for r in self.rows)
+
+    def bytes_of(self, kind: str) -> float:
+        return sum(getattr(r, kind) for r in self.rows)
+
+    @property
+    def ideal_s(self) -> float:
+        return sum(r.ideal_s for r in self.rows)
+
+    @property
+    def estimated_s(self) -> float:
+        return sum(r.estimated_s for r in self.rows)
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        b = self.memory_bytes
+        return self.flops / b if b > 0 else None
+
+    def memory_bound_share(self) -> float:
+        """Share of estimated time spent in memory-bound operators."""
+        total = self.estimated_s
+        return sum(r.estimated_s for r in self.rows if r.bound == "memory") / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Latency and throughput of a scenario at one set of rates (ideal or estimated)."""
+    ttft_s: float
+    tpot_s: float
+    e2e_latency_s: float
+    decode_tokens_per_s: float       # per sequence, 1 / TPOT
+    throughput_tokens_per_s: float   # aggregate decode over the batch, batch / TPOT
+    prefill_tokens_per_s: float | None   # batch * prompt / TTFT; None without a prompt
+
+
+@dataclass(frozen=True)
+class Report:
+    model: Model
+    hardware: Hardware
+    precision: Precision
+    workload: Workload
+    params: ParamCounts
+    weight_bytes: float
+    kv_cache_bytes_per_token: float
+    memory: MemoryFootprint
+    max_batch: int
+    max_context: int
+    prefill: Phase
+    decode: Phase
+    decode_steps: int
+    decode_ideal_total_s: float
+    decode_estimated_total_s: float
+    estimated: Timing
+    ideal: Timing
+    dtype_used: DType
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+    efficiency: Efficiency
+    notes: tuple[str, ...] = field(default=())
+
+
+def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
+            efficiency: Efficiency | None = None) -> Report:
+    """Full analysis of one scenario. ``efficiency`` overrides the hardware's derating."""
+    ideal_r = rates(hardware, precision.compute_dtype, estimated=False)
+    est_r = rates(hardware, precision.compute_dtype, estimated=True, efficiency=efficiency)
+    wl = workload
+    logits = wl.prompt_len if wl.logits_all_tokens else 1
+    prefill_ops = forward_ops(model, precision, wl.batch, wl.prompt_len, wl.prompt_len,
+                              wl.flash_attention, logits)
+    prefill = Phase("prefill", tuple(_row("prefill", o, ideal_r, est_r) for o in prefill_ops))
+    first, last = wl.decode_contexts
+    steps = max(0, last - first + 1)
+    lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
+    decode, dec_ideal, dec_est = integrate_decode(model, precision, wl.batch, lo, hi,
+                                                  wl.flash_attention, ideal_r, est_r)
+    n_dec = hi - lo + 1
+    ideal = _timing(wl, prefill.ideal_s, dec_ideal / n_dec, steps)
+    est = _timing(wl, prefill.estimated_s, dec_est / n_dec, steps)
+
+    w_bytes = weight_bytes(model, precision)
+    act = max(activation_peak_bytes(prefill_ops),
+              activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
+                                                wl.flash_attention)))
+    kv_full = kv_cache_bytes(model, precision, wl.batch, wl.max_context)
+    cap = hardware.memory_capacity_bytes
+    notes = []
+    used = ideal_r.dtype_used
+    if used is not precision.compute_dtype:
+        notes.append(f"{hardware.name} has no {precision.compute_dtype.value} peak; "
+                     f"used its {used.value} peak")
+    return Report(
+        model, hardware, precision, wl, count_params(model), w_bytes,
+        kv_cache_bytes_per_token(model, precision),
+        MemoryFootprint(w_bytes, kv_full, act, cap),
+        max_batch(model, precision, wl.max_context, act / wl.batch, cap),
+        max_context(model, precision, wl.batch, act, cap),
+        prefill, decode, steps, dec_ideal * steps / n_dec, dec_est * steps / n_dec, est, ideal,
+        used, ideal_r.flops_per_s, ideal_r.bytes_per_s,
+        efficiency or hardware.effective_efficiency, tuple(notes + list(model.warnings)))
+
+
+def _timing(wl: Workload, prefill_s: float, tpot_s: float, steps: int) -> Timing:
+    e2e = prefill_s + steps * tpot_s
+    return Timing(
+        ttft_s=prefill_s if wl.prompt_len else tpot_s,
+        tpot_s=tpot_s,
+        e2e_latency_s=e2e,
+        decode_tokens_per_s=1.0 / tpot_s if tpot_s > 0 else math.inf,
+        throughput_tokens_per_s=wl.batch / tpot_s if tpot_s > 0 else math.inf,
+        prefill_tokens_per_s=(wl.batch * wl.prompt_len / prefill_s
+                              if wl.prompt_len and prefill_s > 0 else None))
+
+
+def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
+    n = o.count
+    flops, mem, comm = o.flops * n, o.memory_bytes * n, o.comm_bytes * n
+    return OpRow(phase, o.name, o.kind, o.group, n, flops,
+                 *(getattr(o, f) * n for f in _BYTE_FIELDS),
+                 compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
+                 ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
+                 estimated_s=op_time_s(flops, mem, n, est_r, comm))
+
+
+def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Split [lo, hi] at sliding-window sizes, inside which every quantity is affine in the
+    context length."""
+    cuts = sorted({model.sliding_window} if model.sliding_window else set())
+    segs, start = [], lo
+    for w in cuts:
+        if start <= w < hi:
+            segs.append((start, w))
+            start = w + 1
+    segs.append((start, hi))
+    return segs
+
+
+def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi: int,
+                     flash: bool, ideal_r: Rates, est_r: Rates) -> tuple[Phase, float, float]:
+    """Decode steps at contexts lo..hi (inclusive): mean per-step rows, and the exact total
+    ideal and estimated time over all steps."""
+    acc: dict[int, list] = {}
+    total_ideal = total_est = 0.0
+    for a, z in decode_segments(model, lo, hi):
+        n = z - a + 1
+        ops_a = forward_ops(model, precision, batch, 1, a, flash)
+        ops_z = forward_ops(model, precision, batch, 1, z, flash) if z > a else ops_a
+        for i, (oa, oz) in enumerate(zip(ops_a, ops_z)):
+            c = oa.count
+            vals = [n * (getattr(oa, f) + getattr(oz, f)) / 2 * c for f in ("flops",) + _BYTE_FIELDS]
+            mem_a, mem_z = oa.memory_bytes * c, oz.memory_bytes * c
+            ti = _sum_max_affine(oa.flops * c / ideal_r.flops_per_s, oz.flops * c / ideal_r.flops_per_s,
+                                 mem_a / ideal_r.bytes_per_s, mem_z / ideal_r.bytes_per_s, n)
+            te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
+                                 mem_a / est_r.bytes_per_s, mem_z / est_r.bytes_per_s, n)
+            te += n * c * est_r.kernel_overhead_s
+            if est_r.link_bytes_per_s:
+                link = vals[-1] / est_r.link_bytes_per_s
+                te += link
+                ti += vals[-1] / ideal_r.link_bytes_per_s
+            ci = n * (oa.flops + oz.flops) / 2 * c / ideal_r.flops_per_s
+            mi = n * (mem_a + mem_z) / 2 / ideal_r.bytes_per_s
+            entry = acc.setdefault(i, [oa, [0.0] * len(vals), 0.0, 0.0, 0.0, 0.0])
+            entry[1] = [x + y for x, y in zip(entry[1], vals)]
+            entry[2] += ci
+            entry[3] += mi
+            entry[4] += ti
+            entry[5] += te
+            total_ideal += ti
+            total_est += te
+    steps = hi - lo + 1
+    rows = tuple(
+        OpRow("decode", o.name, o.kind, o.group, o.count, *(v / steps for v in vals),
+              compute_s=ci / steps, memory_s=mi / steps, ideal_s=ti / steps, estimated_s=te / steps)
+        for o, vals, ci, mi, ti, te in acc.values())
+    return Phase("decode", rows), total_ideal, total_est
+
+
+def _sum_max_affine(u0: float, u1: float, v0: float, v1: float, n: int) -> float:
+    """Exact sum over k = 0..n-1 of max(u(k), v(k)) where u and v are affine with the given
+    values at k = 0 and k = n - 1."""
+    if n == 1:
+        return max(u0, v0)
+    g0, g1 = u0 - v0, u1 - v1
+    if g0 * g1 >= 0:   # same winner throughout
+        return n * ((u0 + u1) / 2 if g0 + g1 >= 0 else (v0 + v1) / 2)
+
+    def at(x0, x1, k):
+        return x0 + (x1 - x0) * k / (n - 1)
+
+    def series(x0, x1, i, j):   # sum of affine x over k = i..j
+        return (j - i + 1) * (at(x0, x1, i) + at(x0, x1, j)) / 2 if j >= i else 0.0
+
+    k_star = int(math.floor(g0 / (g0 - g1) * (n - 1)))   # last k on the first winner's side
+    first = (u0, u1) if g0 > 0 else (v0, v1)
+    second = (v0, v1) if g0 > 0 else (u0, u1)
+    return series(*first, 0, k_star) + series(*second, k_star + 1, n - 1)

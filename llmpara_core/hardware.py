@@ -1,0 +1,202 @@
+"""Hardware description: peak compute per data type, memory tiers, power, price, interconnect
+and efficiency factors. Units are SI; the preset loader converts from the file's units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from .errors import ConfigError, require_float, require_int
+from .precision import DType
+
+
+class HardwareClass(Enum):
+    DATACENTER_GPU = "datacenter-gpu"
+    CONSUMER_GPU = "consumer-gpu"
+    UNIFIED_SOC = "unified-soc"
+    CPU = "cpu"
+    MOBILE_NPU = "mobile-npu"
+    PIM = "pim"
+    CHIPLET = "chiplet"
+    ASIC = "asic"
+
+
+class Topology(Enum):
+    RING = "ring"
+    FULLY_CONNECTED = "fully-connected"   # NVSwitch / all-to-all
+    MESH_2D = "mesh-2d"
+    TORUS_2D = "torus-2d"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of peak compute and peak bandwidth, and a fixed cost per kernel."""
+    compute: float = 1.0
+    memory: float = 1.0
+    kernel_overhead_s: float = 0.0
+
+    def __post_init__(self):
+        require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
+        require_float("efficiency.memory", self.memory, lo=0, hi=1, lo_open=True)
+        require_float("efficiency.kernel_overhead_s", self.kernel_overhead_s, lo=0, hi=1)
+
+
+IDEAL = Efficiency(1.0, 1.0, 0.0)
+
+
+@dataclass(frozen=True)
+class MemoryTier:
+    """One level of the memory hierarchy (fastest first in ``Hardware.memory_tiers``)."""
+    name: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float
+    energy_j_per_byte: float | None = None
+    latency_s: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError(f"memory tier name must be a non-empty string, got {self.name!r}")
+        require_float(f"tier {self.name}: capacity", self.capacity_bytes, lo=0, lo_open=True)
+        require_float(f"tier {self.name}: bandwidth", self.bandwidth_bytes_per_s, lo=0,
+                      lo_open=True)
+        require_float(f"tier {self.name}: energy per byte", self.energy_j_per_byte, lo=0,
+                      allow_none=True)
+        require_float(f"tier {self.name}: latency", self.latency_s, lo=0, allow_none=True)
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """Links between devices of a multi-device system (per-device, unidirectional)."""
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    topology: Topology = Topology.RING
+    devices: int = 1
+    inter_node_bandwidth_bytes_per_s: float | None = None
+    inter_node_latency_s: float | None = None
+    devices_per_node: int | None = None
+
+    def __post_init__(self):
+        require_float("interconnect.bandwidth", self.bandwidth_bytes_per_s, lo=0, lo_open=True)
+        require_float("interconnect.latency", self.latency_s, lo=0)
+        require_int("interconnect.devices", self.devices, 1, 1_000_000)
+        if not isinstance(self.topology, Topology):
+            raise ConfigError(f"interconnect.topology must be a Topology, got {self.topology!r}")
+
+
+@dataclass(frozen=True)
+class ClassDefaults:
+    """Fallbacks for optional values a hardware file may omit, by hardware class."""
+    efficiency: Efficiency
+    idle_fraction_of_tdp: float          # idle power / TDP when idle_W is not given
+    memory_energy_j_per_byte: float      # main-memory access energy when tiers do not say
+    compute_energy_j_per_flop: float     # fp16 dynamic energy per FLOP
+
+
+# Efficiencies: provisional first-order values (median implied bandwidth utilisation of batch-1
+# decode per class in shared validation data: GDDR 0.70, HBM 0.48-0.6, unified SoC 0.69);
+# refined by the calibration module. Energies: HBM ~3.9 pJ/bit (~31 pJ/B), GDDR6 ~7.5 pJ/bit,
+# LPDDR5 ~4 pJ/bit; fp16 tensor-core FLOP ~0.3-1 pJ (see presets/tables/energy sources).
+CLASS_DEFAULTS: dict[HardwareClass, ClassDefaults] = {
+    HardwareClass.DATACENTER_GPU: ClassDefaults(Efficiency(0.70, 0.60, 4e-6), 0.15, 31e-12, 0.5e-12),
+    HardwareClass.CONSUMER_GPU: ClassDefaults(Efficiency(0.70, 0.72, 4e-6), 0.06, 60e-12, 0.8e-12),
+    HardwareClass.UNIFIED_SOC: ClassDefaults(Efficiency(0.60, 0.70, 6e-6), 0.05, 32e-12, 1.0e-12),
+    HardwareClass.CPU: ClassDefaults(Efficiency(0.50, 0.60, 2e-6), 0.30, 60e-12, 5e-12),
+    HardwareClass.MOBILE_NPU: ClassDefaults(Efficiency(0.40, 0.55, 10e-6), 0.05, 32e-12, 1.0e-12),
+    HardwareClass.PIM: ClassDefaults(Efficiency(0.70, 0.80, 1e-6), 0.10, 10e-12, 1.0e-12),
+    HardwareClass.CHIPLET: ClassDefaults(Efficiency(0.70, 0.80, 1e-6), 0.10, 20e-12, 1.0e-12),
+    HardwareClass.ASIC: ClassDefaults(Efficiency(0.70, 0.70, 2e-6), 0.10, 20e-12, 0.5e-12),
+}
+
+# When a device lacks a data type, use the next one that it has (never a faster one).
+PEAK_FALLBACK: dict[DType, tuple[DType, ...]] = {
+    DType.FP32: (DType.FP32, DType.FP16),
+    DType.FP16: (DType.FP16, DType.FP32),
+    DType.FP8: (DType.FP8, DType.FP16, DType.FP32),
+    DType.INT8: (DType.INT8, DType.FP8, DType.FP16, DType.FP32),
+    DType.INT4: (DType.INT4, DType.INT8, DType.FP8, DType.FP16, DType.FP32),
+}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One device. ``memory_bandwidth_bytes_per_s``/``memory_capacity_bytes`` describe main
+    memory; ``memory_tiers`` (fastest first) is the full hierarchy when the device has one."""
+    name: str
+    hw_class: HardwareClass
+    memory_bandwidth_bytes_per_s: float
+    memory_capacity_bytes: float
+    peak_fp32_flops_per_s: float | None = None
+    peak_fp16_flops_per_s: float | None = None
+    peak_fp8_flops_per_s: float | None = None
+    peak_int8_flops_per_s: float | None = None
+    peak_int4_flops_per_s: float | None = None
+    tdp_w: float | None = None
+    idle_w: float | None = None
+    price_usd: float | None = None
+    embodied_kgco2e: float | None = None
+    process_nm: float | None = None
+    memory_tiers: tuple[MemoryTier, ...] = ()
+    interconnect: Interconnect | None = None
+    efficiency: Efficiency | None = None      # None -> class default
+    source: str = ""
+    notes: str = ""
+    slug: str = ""
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError(f"hardware name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.hw_class, HardwareClass):
+            raise ConfigError(f"class must be one of {[c.value for c in HardwareClass]}, "
+                              f"got {self.hw_class!r}")
+        require_float("memory bandwidth", self.memory_bandwidth_bytes_per_s, lo=0, lo_open=True)
+        require_float("memory capacity", self.memory_capacity_bytes, lo=0, lo_open=True)
+        peaks = [self.peak_flops_per_s_raw(d) for d in DType]
+        for d, v in zip(DType, peaks):
+            require_float(f"peak {d.value}", v, lo=0, lo_open=True, allow_none=True)
+        if all(v is None for v in peaks):
+            raise ConfigError(f"{self.name}: at least one peak compute figure is required")
+        for f in ("tdp_w", "idle_w", "price_usd", "embodied_kgco2e", "process_nm"):
+            require_float(f, getattr(self, f), lo=0, allow_none=True)
+
+    def peak_flops_per_s_raw(self, dtype: DType) -> float | None:
+        return getattr(self, f"peak_{dtype.value}_flops_per_s")
+
+    def peak_flops_per_s(self, dtype: DType) -> tuple[float, DType]:
+        """Dense peak for ``dtype`` and the data type actually used (falls back to the next
+        data type the device has, never to a faster one)."""
+        for d in PEAK_FALLBACK[dtype]:
+            v = self.peak_flops_per_s_raw(d)
+            if v is not None:
+                return v, d
+        for d in DType:   # only lower-precision peaks exist (e.g. an int8-only NPU)
+            v = self.peak_flops_per_s_raw(d)
+            if v is not None:
+                return v, d
+        raise ConfigError(f"{self.name}: no peak compute figure")   # unreachable: validated
+
+    @property
+    def defaults(self) -> ClassDefaults:
+        return CLASS_DEFAULTS[self.hw_class]
+
+    @property
+    def effective_efficiency(self) -> Efficiency:
+        return self.efficiency if self.efficiency is not None else self.defaults.efficiency
+
+    @property
+    def effective_idle_w(self) -> float | None:
+        if self.idle_w is not None:
+            return self.idle_w
+        return None if self.tdp_w is None else self.tdp_w * self.defaults.idle_fraction_of_tdp
+
+    @property
+    def tiers(self) -> tuple[MemoryTier, ...]:
+        """The memory hierarchy; a device without explicit tiers has one main-memory tier."""
+        if self.memory_tiers:
+            return self.memory_tiers
+        return (MemoryTier("main", self.memory_capacity_bytes, self.memory_bandwidth_bytes_per_s,
+                           self.defaults.memory_energy_j_per_byte, None),)
+
+    def with_overrides(self, **changes) -> "Hardware":
+        """A copy with some fields replaced (validated again)."""
+        return replace(self, **changes)

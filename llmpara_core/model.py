@@ -1,0 +1,358 @@
+"""The model description: a frozen, validated record whose field names follow Hugging Face
+``config.json``, plus exact parameter counting.
+
+Build one from a preset (``llmpara_core.presets.load_model``) or from any ``config.json``
+(``llmpara_core.hf_import.from_hf_config``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .errors import ConfigError, require_float, require_int
+from .units import MAX_SIZE
+
+
+class FFNKind(Enum):
+    """Gated FFN (SwiGLU/GeGLU: gate and up projections, elementwise product) or plain MLP."""
+    GATED = "gated"
+    PLAIN = "plain"
+
+
+class Activation(Enum):
+    SILU = "silu"
+    GELU = "gelu"
+    GELU_TANH = "gelu_tanh"
+    RELU = "relu"
+    RELU2 = "relu2"
+
+
+# FLOPs per element of the activation function (first-order; exp/tanh counted as ~4 FLOPs).
+ACTIVATION_FLOPS = {
+    Activation.SILU: 5.0,       # x * sigmoid(x): neg, exp, add, div, mul
+    Activation.GELU: 8.0,
+    Activation.GELU_TANH: 8.0,
+    Activation.RELU: 1.0,
+    Activation.RELU2: 2.0,
+}
+
+
+class NormKind(Enum):
+    RMS = "rmsnorm"
+    LAYER = "layernorm"
+
+
+class PositionKind(Enum):
+    ROPE = "rope"
+    LEARNED = "learned"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Mixture-of-experts FFN.
+
+    ``shared_intermediate_size`` is the total width of the always-active shared expert(s)
+    (DeepSeek: n_shared_experts x moe_intermediate_size; Qwen2-MoE: shared_expert_intermediate_size).
+    ``first_dense_layers`` layers at the start use the dense FFN of ``Model.intermediate_size``.
+    """
+    num_experts: int
+    experts_per_token: int
+    expert_intermediate_size: int
+    shared_intermediate_size: int = 0
+    shared_expert_gate: bool = False   # Qwen2-MoE: sigmoid gate, a hidden->1 linear
+    first_dense_layers: int = 0
+    router_bias: bool = False          # gpt-oss
+    expert_bias: bool = False          # gpt-oss
+
+    def __post_init__(self):
+        require_int("moe.num_experts", self.num_experts, 1, 1_000_000)
+        require_int("moe.experts_per_token", self.experts_per_token, 1, 1_000_000)
+        if self.experts_per_token > self.num_experts:
+            raise ConfigError(
+                f"moe.experts_per_token ({self.experts_per_token}) must be <= "
+                f"moe.num_experts ({self.num_experts})")
+        require_int("moe.expert_intermediate_size", self.expert_intermediate_size, 1, MAX_SIZE)
+        require_int("moe.shared_intermediate_size", self.shared_intermediate_size, 0, MAX_SIZE)
+        require_int("moe.first_dense_layers", self.first_dense_layers, 0, MAX_SIZE)
+
+    def expected_active_experts(self, tokens: float) -> float:
+        """Expected number of distinct routed experts touched by ``tokens`` tokens, each picking
+        k of E experts uniformly: E * (1 - (1 - k/E) ** tokens)."""
+        e, k = self.num_experts, self.experts_per_token
+        if tokens <= 0:
+            return 0.0
+        return e * (1.0 - (1.0 - k / e) ** tokens)
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3). ``q_lora_rank`` None means a direct q_proj."""
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+    def __post_init__(self):
+        require_int("mla.kv_lora_rank", self.kv_lora_rank, 1, MAX_SIZE)
+        require_int("mla.qk_nope_head_dim", self.qk_nope_head_dim, 1, MAX_SIZE)
+        require_int("mla.qk_rope_head_dim", self.qk_rope_head_dim, 0, MAX_SIZE)
+        require_int("mla.v_head_dim", self.v_head_dim, 1, MAX_SIZE)
+        if self.q_lora_rank is not None:
+            require_int("mla.q_lora_rank", self.q_lora_rank, 1, MAX_SIZE)
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def cache_elements_per_token(self) -> int:
+        """Latent KV cache per token per layer: kv_lora_rank + qk_rope_head_dim elements."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """What distinguishes one decoder layer from another; layers of equal kind are grouped."""
+    sliding: bool
+    moe: bool
+
+    @property
+    def label(self) -> str:
+        attn = "local" if self.sliding else "global"
+        ffn = "moe" if self.moe else "dense"
+        return f"{attn}/{ffn}"
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only transformer. Sizes are element counts; see module docstring."""
+    name: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int
+    head_dim: int | None = None            # None -> hidden_size // num_attention_heads
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False           # biases on q, k, v
+    attention_out_bias: bool = False       # bias on o_proj
+    mlp_bias: bool = False
+    ffn_kind: FFNKind = FFNKind.GATED
+    hidden_act: Activation = Activation.SILU
+    norm_kind: NormKind = NormKind.RMS
+    norms_per_layer: int = 2               # hidden-size norms per layer (Gemma-2/3: 4)
+    ffn_sub_norm: bool = False             # BitNet: an intermediate-size norm before down_proj
+    attn_sub_norm: bool = False            # BitNet: a hidden-size norm before o_proj
+    qk_norm: bool = False                  # Qwen3 / Gemma-3: per-head RMSNorm on q and k
+    final_norm: bool = True
+    position: PositionKind = PositionKind.ROPE
+    rope_theta: float | None = 10000.0
+    rope_scaling_factor: float = 1.0
+    max_position_embeddings: int | None = None
+    sliding_window: int | None = None
+    sliding_layers: tuple[bool, ...] | None = None   # per layer; None -> all layers if window
+    attention_sinks: bool = False          # gpt-oss: one learned logit per head per layer
+    moe: MoE | None = None
+    mla: MLA | None = None
+    architecture: str = ""
+    source: str = ""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
+        for f in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "num_key_value_heads", "intermediate_size", "vocab_size"):
+            require_int(f, getattr(self, f), 1, MAX_SIZE)
+        if self.head_dim is not None:
+            require_int("head_dim", self.head_dim, 1, MAX_SIZE)
+        elif self.mla is None and self.hidden_size % self.num_attention_heads:
+            raise ConfigError(
+                f"hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
+                f"({self.num_attention_heads}); give head_dim explicitly")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ConfigError(
+                f"num_attention_heads ({self.num_attention_heads}) must be divisible by "
+                f"num_key_value_heads ({self.num_key_value_heads})")
+        require_int("norms_per_layer", self.norms_per_layer, 0, 16)
+        for f, cls in (("ffn_kind", FFNKind), ("hidden_act", Activation),
+                       ("norm_kind", NormKind), ("position", PositionKind)):
+            if not isinstance(getattr(self, f), cls):
+                raise ConfigError(f"{f} must be a {cls.__name__}, got {getattr(self, f)!r}")
+        require_float("rope_theta", self.rope_theta, lo=0, lo_open=True, allow_none=True)
+        require_float("rope_scaling_factor", self.rope_scaling_factor, lo=0, lo_open=True)
+        if self.max_position_embeddings is not None:
+            require_int("max_position_embeddings", self.max_position_embeddings, 1, MAX_SIZE)
+        if self.sliding_window is not None:
+            require_int("sliding_window", self.sliding_window, 1, MAX_SIZE)
+        if self.sliding_layers is not None:
+            if len(self.sliding_layers) != self.num_hidden_layers:
+                raise ConfigError(
+                    f"sliding_layers has {len(self.sliding_layers)} entries for "
+                    f"{self.num_hidden_layers} layers")
+            object.__setattr__(self, "sliding_layers", tuple(bool(x) for x in self.sliding_layers))
+        if self.moe is not None and self.moe.first_dense_layers > self.num_hidden_layers:
+            raise ConfigError(
+                f"moe.first_dense_layers ({self.moe.first_dense_layers}) exceeds "
+                f"num_hidden_layers ({self.num_hidden_layers})")
+
+    # ---- derived shapes -------------------------------------------------------------------
+    @property
+    def head_size(self) -> int:
+        """Per-head dimension of q/k/v (explicit head_dim, else hidden/heads)."""
+        return self.head_dim if self.head_dim is not None else (
+            self.hidden_size // self.num_attention_heads)
+
+    @property
+    def q_dim(self) -> int:
+        return self.num_attention_heads * self.head_size
+
+    @property
+    def kv_dim(self) -> int:
+        return self.num_key_value_heads * self.head_size
+
+    @property
+    def gqa_group(self) -> int:
+        return self.num_attention_heads // self.num_key_value_heads
+
+    def layer_is_sliding(self, layer: int) -> bool:
+        if self.sliding_window is None:
+            return False
+        if self.sliding_layers is None:
+            return True
+        return self.sliding_layers[layer]
+
+    def layer_is_moe(self, layer: int) -> bool:
+        return self.moe is not None and layer >= self.moe.first_dense_layers
+
+    def layer_groups(self) -> list[tuple[LayerKind, int]]:
+        """Distinct layer kinds with how many layers have each, in first-seen order."""
+        counts = Counter(LayerKind(self.layer_is_sliding(i), self.layer_is_moe(i))
+                         for i in range(self.num_hidden_layers))
+        return list(counts.items())
+
+    def kv_cache_elements_per_token_per_layer(self) -> int:
+        """Cached elements per token per layer: K and V for every KV head, or MLA's latent."""
+        if self.mla is not None:
+            return self.mla.cache_elements_per_token
+        return 2 * self.kv_dim
+
+    def cached_tokens(self, kind: LayerKind, context_len: int) -> int:
+        """Tokens a layer of this kind keeps in its cache at ``context_len`` (window-capped)."""
+        if kind.sliding and self.sliding_window is not None:
+            return min(context_len, self.sliding_window)
+        return context_len
+
+    @property
+    def features(self) -> dict[str, bool]:
+        """Detected architecture features, for display."""
+        return {
+            "GQA": self.mla is None and self.num_key_value_heads < self.num_attention_heads,
+            "MQA": self.mla is None and self.num_key_value_heads == 1,
+            "MoE": self.moe is not None,
+            "MLA": self.mla is not None,
+            "sliding window": self.sliding_window is not None,
+            "tied embeddings": self.tie_word_embeddings,
+            "gated FFN": self.ffn_kind is FFNKind.GATED,
+            "RoPE": self.position is PositionKind.ROPE,
+        }
+
+
+# ---- parameter counting ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Exact parameter counts by component (elements, not bytes)."""
+    embedding: int        # token table (+ learned position table)
+    lm_head: int          # 0 when tied to the embedding
+    attention: int        # all layers, incl. biases, MLA projections, sinks, q/k norms
+    ffn_dense: int        # dense FFN layers, incl. biases
+    moe_router: int
+    moe_experts: int      # all routed experts, all layers
+    moe_shared: int       # shared experts (+ shared gate)
+    norms: int            # layer norms, sub-norms and the final norm
+    moe_experts_active: int   # routed experts' parameters used by one token (k of E)
+
+    @property
+    def total(self) -> int:
+        return (self.embedding + self.lm_head + self.attention + self.ffn_dense
+                + self.moe_router + self.moe_experts + self.moe_shared + self.norms)
+
+    @property
+    def active(self) -> int:
+        """Parameters one token uses: total minus the routed experts it does not pick."""
+        return self.total - self.moe_experts + self.moe_experts_active
+
+
+def _norm_params(model: Model, width: int) -> int:
+    return width * (2 if model.norm_kind is NormKind.LAYER else 1)
+
+
+def attention_params_per_layer(model: Model) -> int:
+    h, n = model.hidden_size, model.num_attention_heads
+    if model.mla is not None:
+        m = model.mla
+        if m.q_lora_rank is not None:
+            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * n * m.qk_head_dim
+        else:
+            q = h * n * m.qk_head_dim
+        kv = (h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+              + m.kv_lora_rank * n * (m.qk_nope_head_dim + m.v_head_dim))
+        return q + kv + n * m.v_head_dim * h
+    qd, kvd = model.q_dim, model.kv_dim
+    p = h * (qd + 2 * kvd) + qd * h
+    if model.attention_bias:
+        p += qd + 2 * kvd
+    if model.attention_out_bias:
+        p += h
+    if model.qk_norm:
+        p += 2 * model.head_size
+    if model.attn_sub_norm:
+        p += _norm_params(model, h)
+    if model.attention_sinks:
+        p += n
+    return p
+
+
+def ffn_params(model: Model, hidden: int, inter: int, bias: bool) -> int:
+    """One FFN (dense layer, one expert or the shared expert) of width ``inter``."""
+    mats = 3 if model.ffn_kind is FFNKind.GATED else 2
+    p = mats * hidden * inter
+    if bias:
+        p += (2 * inter if model.ffn_kind is FFNKind.GATED else inter) + hidden
+    if model.ffn_sub_norm:
+        p += _norm_params(model, inter)
+    return p
+
+
+def count_params(model: Model) -> ParamCounts:
+    """Exact parameter count of ``model``: the LM head, final norm and biases exactly once,
+    tied embeddings once, shared experts and dense-first layers included."""
+    h, L = model.hidden_size, model.num_hidden_layers
+    embedding = model.vocab_size * h
+    if model.position is PositionKind.LEARNED:
+        embedding += (model.max_position_embeddings or 0) * h
+    lm_head = 0 if model.tie_word_embeddings else model.vocab_size * h
+    attention = L * attention_params_per_layer(model)
+    norms = L * model.norms_per_layer * _norm_params(model, h)
+    if model.final_norm:
+        norms += _norm_params(model, h)
+    ffn_dense = router = experts = shared = experts_active = 0
+    moe = model.moe
+    n_moe = 0 if moe is None else L - moe.first_dense_layers
+    ffn_dense = (L - n_moe) * ffn_params(model, h, model.intermediate_size, model.mlp_bias)
+    if moe is not None:
+        router = n_moe * (h * moe.num_experts + (moe.num_experts if moe.router_bias else 0))
+        one = ffn_params(model, h, moe.expert_intermediate_size, moe.expert_bias)
+        experts = n_moe * moe.num_experts * one
+        experts_active = n_moe * moe.experts_per_token * one
+        if moe.shared_intermediate_size:
+            shared = n_moe * (ffn_params(model, h, moe.shared_intermediate_size, False)
+                              + (h if moe.shared_expert_gate else 0))
+    return ParamCounts(embedding, lm_head, attention, ffn_dense, router, experts, shared,
+                       norms, experts_active)

@@ -1,0 +1,150 @@
+"""Preset discovery and lookup: models and hardware as TOML files under ``presets/``.
+
+A preset is found by its slug (file name), display name or any alias, case-insensitively and
+ignoring punctuation ("LLaMA-3 8B" = "llama-3-8b" = "Llama 3 8B"). ``load_model`` and
+``load_hardware`` also take a path to a user's file (``config.json`` or ``.toml``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError, PresetNotFoundError
+from .hardware import Hardware
+from .model import Model
+
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+MAX_FILE_BYTES = 2_000_000   # a config or hardware file larger than this is not one
+
+
+@dataclass(frozen=True)
+class PresetInfo:
+    slug: str
+    name: str
+    aliases: tuple[str, ...]
+    path: Path
+    category: str       # model family or hardware class
+    draft: bool = False
+
+
+def normalize(name: str) -> str:
+    """Key used for matching names: lower case, '×' as 'x', only letters and digits."""
+    return re.sub(r"[^0-9a-z]", "", str(name).lower().replace("×", "x"))
+
+
+@functools.lru_cache(maxsize=None)
+def _catalogue(kind: str) -> tuple[PresetInfo, ...]:
+    infos = []
+    for path in sorted((PRESET_DIR / kind).glob("*.toml")):
+        data = _read_toml(path)
+        cat = data.get("family") if kind == "models" else data.get("class")
+        infos.append(PresetInfo(path.stem, str(data.get("name", path.stem)),
+                                tuple(data.get("aliases", ())), path, str(cat or ""),
+                                bool(data.get("draft", False))))
+    return tuple(infos)
+
+
+def _index(kind: str) -> dict[str, PresetInfo]:
+    idx: dict[str, PresetInfo] = {}
+    for info in _catalogue(kind):
+        for key in (info.slug, info.name, *info.aliases):
+            idx.setdefault(normalize(key), info)
+    return idx
+
+
+def list_presets(kind: str) -> tuple[PresetInfo, ...]:
+    """All presets of ``kind`` ("models" or "hardware"), sorted by file name."""
+    return _catalogue(kind)
+
+
+def find_preset(kind: str, name: str) -> PresetInfo:
+    """The preset whose slug, name or alias matches ``name``; PresetNotFoundError with close
+    matches otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise PresetNotFoundError(f"empty {kind[:-1] if kind.endswith('s') else kind} name")
+    idx = _index(kind)
+    info = idx.get(normalize(name))
+    if info is None:
+        names = [i.name for i in _catalogue(kind)]
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        label = "model" if kind == "models" else "hardware"
+        raise PresetNotFoundError(f"unknown {label} {name!r}{hint} "
+                                  f"(`llmpara {kind if kind == 'models' else 'hardware'}` lists them)")
+    return info
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        raw = path.read_bytes()
+        if len(raw) > MAX_FILE_BYTES:
+            raise ConfigError(f"{path}: file too large ({len(raw)} bytes)")
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def _looks_like_path(s: str) -> bool:
+    return s.endswith((".json", ".toml")) or "/" in s or "\\" in s
+
+
+@functools.lru_cache(maxsize=256)
+def _load_model_preset(slug: str) -> Model:
+    from .hf_import import model_from_preset_dict
+    info = next(i for i in _catalogue("models") if i.slug == slug)
+    return model_from_preset_dict(_read_toml(info.path), str(info.path.name))
+
+
+@functools.lru_cache(maxsize=256)
+def _load_hardware_preset(slug: str) -> Hardware:
+    from .hardware_io import hardware_from_dict
+    info = next(i for i in _catalogue("hardware") if i.slug == slug)
+    return hardware_from_dict(_read_toml(info.path), str(info.path.name), slug=slug)
+
+
+def load_model(name_or_path: str) -> Model:
+    """A model preset by name, or a Hugging Face ``config.json`` / model preset TOML by path."""
+    from .hf_import import from_hf_config, model_from_preset_dict
+    s = str(name_or_path).strip()
+    if _looks_like_path(s) and not _index("models").get(normalize(s)):
+        path = Path(s)
+        if not path.is_file():
+            raise ConfigError(f"model file not found: {s}")
+        if path.suffix == ".toml":
+            return model_from_preset_dict(_read_toml(path), path.name)
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ConfigError(f"{s}: file too large for a config.json")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{s}: cannot read ({e})") from None
+        return from_hf_config(text, name=path.parent.name or path.stem)
+    return _load_model_preset(find_preset("models", s).slug)
+
+
+def load_hardware(name_or_path: str) -> Hardware:
+    """A hardware preset by name, or a hardware TOML file (PRODUCT.md §3.3 format) by path."""
+    from .hardware_io import hardware_from_dict
+    s = str(name_or_path).strip()
+    if _looks_like_path(s) and not _index("hardware").get(normalize(s)):
+        path = Path(s)
+        if not path.is_file():
+            raise ConfigError(f"hardware file not found: {s}")
+        return hardware_from_dict(_read_toml(path), path.name, slug=path.stem)
+    return _load_hardware_preset(find_preset("hardware", s).slug)
+
+
+def load_table(name: str) -> dict:
+    """A data table from ``presets/tables/<name>.toml`` (e.g. grid carbon intensity)."""
+    path = PRESET_DIR / "tables" / f"{name}.toml"
+    if not path.is_file():
+        raise ConfigError(f"no table {name!r}")
+    return _read_toml(path)
+

@@ -1,0 +1,59 @@
+"""The one place that turns (FLOPs, bytes, hardware) into time.
+
+time = max(FLOPs / peak, bytes / bandwidth) + kernels * overhead   (+ comm bytes / link bw)
+
+*Ideal* uses peak rates and no overhead; *estimated* derates peak compute and bandwidth by the
+hardware's efficiency factors and adds a fixed launch overhead per kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hardware import IDEAL, Efficiency, Hardware
+from .precision import DType
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Attainable rates for one hardware, data type and mode (ideal or estimated)."""
+    flops_per_s: float
+    bytes_per_s: float
+    kernel_overhead_s: float
+    dtype_used: DType
+    link_bytes_per_s: float | None = None
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Arithmetic intensity where compute and memory time are equal."""
+        return self.flops_per_s / self.bytes_per_s
+
+
+def rates(hardware: Hardware, dtype: DType, estimated: bool,
+          efficiency: Efficiency | None = None) -> Rates:
+    """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own."""
+    eff = IDEAL if not estimated else (efficiency or hardware.effective_efficiency)
+    peak, used = hardware.peak_flops_per_s(dtype)
+    link = None
+    if hardware.interconnect is not None:
+        link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
+    return Rates(peak * eff.compute, hardware.memory_bandwidth_bytes_per_s * eff.memory,
+                 eff.kernel_overhead_s, used, link)
+
+
+def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0):
+    """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
+    ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially).
+    Works on floats and on numpy arrays alike."""
+    link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
+    if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):
+        return (np.maximum(flops / r.flops_per_s, mem_bytes / r.bytes_per_s)
+                + kernels * r.kernel_overhead_s + link)
+    return max(flops / r.flops_per_s, mem_bytes / r.bytes_per_s) + kernels * r.kernel_overhead_s + link
+
+
+def attainable_flops_per_s(intensity, r: Rates):
+    """Roofline ceiling: min(peak, intensity * bandwidth) [FLOP/s]."""
+    return np.minimum(r.flops_per_s, np.asarray(intensity, dtype=float) * r.bytes_per_s)

@@ -220,6 +220,8 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
         n = z - a + 1
         ops_a = forward_ops(model, precision, batch, 1, a, flash)
         ops_z = forward_ops(model, precision, batch, 1, z, flash) if z > a else ops_a
+        if [o.name for o in ops_a] != [o.name for o in ops_z]:
+            raise AssertionError("decode operators must not change with context length")
         for i, (oa, oz) in enumerate(zip(ops_a, ops_z)):
             c = oa.count
             vals = [n * (getattr(oa, f) + getattr(oz, f)) / 2 * c for f in ("flops",) + _BYTE_FIELDS]

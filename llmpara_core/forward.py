@@ -155,7 +155,7 @@ def _mla_ops(model: Model, p: Precision, b: int, s: int, c: int, flash: bool) ->
     ops.append(_kv_write(tokens, r + dr, p))
     pairs = causal_pairs(s, c, None)
     latent_bytes = bits_to_bytes(b * c * (r + dr), p.kv_bits)
-    if c <= s:   # no earlier cache: prefill, expanded (non-absorbed) form
+    if s > 1 and c <= s:   # prefill without earlier cache: expanded (non-absorbed) form
         up = linear("kv_b_proj", OpKind.QKV, b * c, r, n * (dn + dv), wa, a)
         ops.append(replace(up, act_read_bytes=0.0,
                            kv_read_bytes=bits_to_bytes(b * c * r, p.kv_bits)))

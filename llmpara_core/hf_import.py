@@ -1,0 +1,569 @@
+"""Build a :class:`~llmpara_core.model.Model` from a Hugging Face ``config.json`` or from a model
+preset (TOML, see ``presets/models``).
+
+Every architecture's implicit facts that the config does not spell out are encoded in one
+table (``_FAMILIES``): Qwen2 puts biases on q/k/v without a config field, Gemma ties its
+embeddings and uses GeGLU with four norms per layer from Gemma-2 on, Gemma-3 and Qwen3 add
+per-head q/k norms, gpt-oss has attention sinks and biased experts, and so on. The sources are
+the Hugging Face ``transformers`` modelling files of each architecture (``modeling_<arch>.py``)
+and, for BitNet b1.58, the ``modeling_bitnet.py`` shipped with ``1bitLLM/bitnet_b1_58-3B``.
+
+Malformed input never raises anything but :class:`~llmpara_core.errors.ConfigError`, whose
+message names the offending field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import ConfigError, require_float, require_int
+from .model import MLA, Activation, FFNKind, Model, MoE, NormKind, PositionKind
+from .units import MAX_SIZE
+
+__all__ = ["from_hf_config", "model_from_preset_dict", "model_preset_info", "ModelPresetInfo",
+           "PRESET_KEYS"]
+
+_MISSING = object()
+
+
+# ---- architecture table -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Family:
+    """What an architecture implies beyond its config fields.
+
+    bias: "field" (``attention_bias`` on q, k, v and o_proj), "qkv" (q/k/v always biased,
+    o_proj not: Qwen2), "none" (no attention bias whatever the config says), "all" (GPT-2).
+    sliding: "none" (no sliding-window attention), "all" (the window applies to every layer),
+    "qwen" (``use_sliding_window`` switches it on for layers >= ``max_window_layers``),
+    "alternate" (even layers local, starting with layer 0), "pattern" (every
+    ``sliding_window_pattern``-th layer global). ``layer_types``, when present, always wins.
+    """
+    label: str
+    tie_default: bool = False
+    bias: str = "field"
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    sub_norms: bool = False
+    sliding: str = "none"
+    act_keys: tuple[str, ...] = ("hidden_act",)
+    act_default: str = "silu"
+    rope_theta_default: float = 10000.0
+    moe: str | None = None
+    sinks: bool = False
+    defaults: dict = field(default_factory=dict)   # HF config-class defaults we rely on
+
+
+_GEMMA_ACT = ("hidden_activation",)
+_FAMILIES: dict[str, _Family] = {
+    "llama": _Family("Llama"),
+    "mistral": _Family("Mistral", bias="none", sliding="all"),
+    "mixtral": _Family("Mixtral", bias="none", sliding="all", moe="mixtral"),
+    "qwen2": _Family("Qwen2", bias="qkv", sliding="qwen"),
+    "qwen2_moe": _Family("Qwen2-MoE", bias="qkv", sliding="qwen", moe="qwen2_moe"),
+    "qwen3": _Family("Qwen3", qk_norm=True, sliding="qwen"),
+    "qwen3_moe": _Family("Qwen3-MoE", qk_norm=True, sliding="qwen", moe="qwen3_moe"),
+    # GemmaConfig keeps hidden_act="gelu" for backward compatibility, but the MLP uses
+    # hidden_activation, which defaults to gelu_pytorch_tanh (modeling_gemma.py).
+    "gemma": _Family("Gemma", tie_default=True, act_keys=_GEMMA_ACT,
+                     act_default="gelu_pytorch_tanh", defaults={"head_dim": 256}),
+    "gemma2": _Family("Gemma-2", tie_default=True, norms_per_layer=4, sliding="alternate",
+                      act_keys=_GEMMA_ACT, act_default="gelu_pytorch_tanh",
+                      defaults={"head_dim": 256, "sliding_window": 4096}),
+    # Gemma3TextConfig defaults: the official multimodal config.json files omit these fields
+    # from text_config (e.g. google/gemma-3-4b-pt gives only hidden/intermediate/layers).
+    "gemma3": _Family("Gemma-3", tie_default=True, norms_per_layer=4, qk_norm=True,
+                      sliding="pattern", act_keys=_GEMMA_ACT, act_default="gelu_pytorch_tanh",
+                      rope_theta_default=1_000_000.0,
+                      defaults={"vocab_size": 262_208, "num_attention_heads": 8,
+                                "num_key_value_heads": 4, "head_dim": 256,
+                                "max_position_embeddings": 131_072, "sliding_window": 4096,
+                                "sliding_window_pattern": 6}),
+    "phi3": _Family("Phi-3", bias="none", sliding="all"),
+    "gpt2": _Family("GPT-2", tie_default=True, bias="all", act_keys=("activation_function",),
+                    act_default="gelu_new"),
+    "deepseek": _Family("DeepSeek", bias="none", moe="deepseek"),
+    "bitnet": _Family("BitNet", sub_norms=True),
+    "gpt_oss": _Family("gpt-oss", sliding="alternate", moe="gpt_oss", sinks=True,
+                       rope_theta_default=150_000.0, defaults={"sliding_window": 128}),
+    # Unknown architectures: a Llama-style decoder, MoE fields picked up if present.
+    "generic": _Family("Llama-style", sliding="all", moe="auto"),
+}
+
+_ARCHITECTURES = {
+    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral", "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3",
+    "Gemma3ForConditionalGeneration": "gemma3", "Phi3ForCausalLM": "phi3",
+    "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "DeepseekForCausalLM": "deepseek",
+    "DeepseekV2ForCausalLM": "deepseek", "DeepseekV3ForCausalLM": "deepseek",
+    "BitnetForCausalLM": "bitnet", "BitNetForCausalLM": "bitnet",
+    "GptOssForCausalLM": "gpt_oss",
+}
+_MODEL_TYPES = {
+    "llama": "llama", "mistral": "mistral", "mixtral": "mixtral", "qwen2": "qwen2",
+    "qwen2_moe": "qwen2_moe", "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma": "gemma",
+    "gemma2": "gemma2", "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3",
+    "gpt2": "gpt2", "deepseek": "deepseek", "deepseek_v2": "deepseek",
+    "deepseek_v3": "deepseek", "bitnet": "bitnet", "gpt_oss": "gpt_oss",
+}
+
+_ACTIVATIONS = {
+    "silu": Activation.SILU, "swish": Activation.SILU, "quick_gelu": Activation.SILU,
+    "gelu": Activation.GELU, "gelu_python": Activation.GELU, "gelu_10": Activation.GELU,
+    "gelu_new": Activation.GELU_TANH, "gelu_pytorch_tanh": Activation.GELU_TANH,
+    "gelu_fast": Activation.GELU_TANH, "gelu_tanh": Activation.GELU_TANH,
+    "relu": Activation.RELU, "relu2": Activation.RELU2, "relu_squared": Activation.RELU2,
+}
+
+
+# ---- typed field access -----------------------------------------------------------------------
+
+class _Cfg:
+    """Typed, validating access to a config dict; JSON null counts as absent."""
+
+    def __init__(self, data: dict, defaults: dict):
+        self.data = data
+        self.defaults = defaults
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            value = self.defaults.get(key, default)
+        return value
+
+    def has(self, key: str) -> bool:
+        return self.raw(key) is not None
+
+    def int(self, *keys: str, default: Any = _MISSING, lo: int = 1, hi: int = MAX_SIZE):
+        """The first present field among ``keys`` (aliases), validated; else ``default``."""
+        for key in keys:
+            value = self.raw(key)
+            if value is not None:
+                return require_int(key, value, lo, hi)
+        if default is _MISSING:
+            raise ConfigError(f"config is missing the required field '{keys[0]}'")
+        return default
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.raw(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r}")
+        return value
+
+    def float(self, key: str, default: float | None) -> float | None:
+        value = self.raw(key)
+        if value is None:
+            return default
+        return require_float(key, value, lo=0, lo_open=True)
+
+    def str(self, key: str, default: str | None = None) -> str | None:
+        value = self.raw(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string, got {value!r}")
+        return value
+
+    def dict(self, key: str) -> dict | None:
+        value = self.raw(key)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a JSON object or null, got {value!r}")
+        return value
+
+    def list(self, key: str) -> list | None:
+        value = self.raw(key)
+        if value is not None and not isinstance(value, list):
+            raise ConfigError(f"{key} must be a list or null, got {value!r}")
+        return value
+
+
+# ---- public entry point -----------------------------------------------------------------------
+
+def from_hf_config(config: dict | str | bytes, name: str | None = None) -> Model:
+    """Build a :class:`Model` from a Hugging Face ``config.json`` (parsed dict or JSON text).
+
+    ``name`` overrides the display name (default: ``_name_or_path``, else the architecture).
+    Unknown architectures with the standard fields are imported as Llama-style decoders and
+    say so in ``Model.warnings``. Any malformed input raises :class:`ConfigError`.
+    """
+    data = _parse(config)
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigError(f"name must be a non-empty string, got {name!r}")
+    try:
+        return _convert(data, name)
+    except ConfigError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError,
+            ZeroDivisionError, RecursionError) as exc:
+        raise ConfigError(f"could not import config: {type(exc).__name__}: {exc}") from exc
+
+
+def _parse(config) -> dict:
+    if isinstance(config, (bytes, bytearray)):
+        try:
+            config = bytes(config).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config is not UTF-8 text: {exc}") from exc
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ConfigError(f"config is not valid JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ConfigError(f"config must be a JSON object, got {type(config).__name__}")
+    return config
+
+
+def _architecture(data: dict) -> str:
+    archs = data.get("architectures")
+    if archs is None:
+        return ""
+    if (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
+        raise ConfigError(f"architectures must be a list of strings, got {archs!r}")
+    return archs[0] if archs else ""
+
+
+def _family(arch: str, model_type: str | None, warnings: list[str]) -> str:
+    if arch in _ARCHITECTURES:
+        return _ARCHITECTURES[arch]
+    if model_type in _MODEL_TYPES:
+        if arch:
+            warnings.append(f"architecture '{arch}' not recognised: imported by its model_type "
+                            f"'{model_type}'")
+        return _MODEL_TYPES[model_type]
+    what = f"unknown architecture '{arch}'" if arch else (
+        f"unknown model_type '{model_type}'" if model_type else "config names no architecture")
+    warnings.append(f"{what}: imported as a Llama-style decoder; check the numbers")
+    return "generic"
+
+
+def _convert(data: dict, name: str | None) -> Model:
+    warnings: list[str] = []
+    arch = _architecture(data)
+    model_type = data.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise ConfigError(f"model_type must be a string, got {model_type!r}")
+    text = data.get("text_config")
+    if text is not None:
+        if not isinstance(text, dict):
+            raise ConfigError(f"text_config must be a JSON object, got {text!r}")
+        # Multimodal wrapper (Gemma3ForConditionalGeneration): the decoder is text_config;
+        # top-level fields (tie_word_embeddings, ...) apply unless text_config overrides them.
+        if any(k in data for k in ("vision_config", "audio_config")):
+            warnings.append("multimodal config: only the text decoder (text_config) is "
+                            "modelled; the vision/audio encoder is not counted")
+        merged = {k: v for k, v in data.items() if not k.endswith("_config")}
+        merged.update({k: v for k, v in text.items() if k != "model_type"})
+        data = merged
+    fam_key = _family(arch, model_type, warnings)
+    fam = _FAMILIES[fam_key]
+    cfg = _Cfg(data, fam.defaults)
+    label = arch or model_type or ""
+    model_name = name or _default_name(cfg, label or fam.label)
+    if fam_key == "gpt2":
+        return _gpt2(cfg, model_name, label or "GPT2LMHeadModel", warnings)
+    return _decoder(cfg, fam_key, fam, model_name, label, warnings)
+
+
+def _default_name(cfg: _Cfg, fallback: str) -> str:
+    path = cfg.data.get("_name_or_path")
+    if isinstance(path, str) and path.strip():
+        path = path.strip().rstrip("/\\")
+        # a local checkpoint directory says nothing useful beyond its last component
+        if path.startswith(("/", ".", "~")) or "\\" in path or path.count("/") > 1:
+            path = path.replace("\\", "/").rsplit("/", 1)[-1]
+        if path:
+            return path
+    return fallback
+
+
+# ---- builders ---------------------------------------------------------------------------------
+
+def _activation(cfg: _Cfg, fam: _Family, warnings: list[str]) -> Activation:
+    act = None
+    for key in fam.act_keys:
+        act = cfg.str(key)
+        if act is not None:
+            break
+    act = act or fam.act_default
+    if act.lower() in _ACTIVATIONS:
+        return _ACTIVATIONS[act.lower()]
+    warnings.append(f"unknown activation '{act}': costed as SiLU")
+    return Activation.SILU
+
+
+def _rope(cfg: _Cfg, fam: _Family) -> tuple[float | None, float]:
+    """(rope_theta, scaling factor). transformers v5 moved both into ``rope_parameters``
+    (per layer type for Gemma-3); the global-attention entry is used then."""
+    theta = cfg.float("rope_theta", None)
+    scaling = cfg.dict("rope_scaling")
+    params = cfg.dict("rope_parameters")
+    if params is not None:
+        if isinstance(params.get("full_attention"), dict):
+            params = params["full_attention"]
+        if theta is None and params.get("rope_theta") is not None:
+            theta = require_float("rope_parameters.rope_theta", params["rope_theta"], lo=0,
+                                  lo_open=True)
+        if scaling is None:
+            scaling = params
+    factor = 1.0
+    if scaling is not None and scaling.get("factor") is not None:
+        kind = scaling.get("rope_type", scaling.get("type"))
+        if kind != "default":
+            factor = require_float("rope_scaling.factor", scaling["factor"], lo=0, lo_open=True)
+    return (theta if theta is not None else fam.rope_theta_default), factor
+
+
+def _sliding(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]):
+    """(sliding_window, sliding_layers) following the family's rule; see ``_Family``."""
+    if fam.sliding == "none":
+        return None, None
+    if fam.sliding == "qwen" and not cfg.bool("use_sliding_window", False):
+        return None, None
+    window = cfg.int("sliding_window", default=None)
+    if window is None:
+        return None, None
+    types = cfg.list("layer_types")
+    if types is not None:
+        if len(types) != layers:
+            raise ConfigError(f"layer_types has {len(types)} entries for {layers} layers "
+                              f"(num_hidden_layers)")
+        flags = []
+        for t in types:
+            if not isinstance(t, str):
+                raise ConfigError(f"layer_types entries must be strings, got {t!r}")
+            flags.append(t == "sliding_attention")
+        unknown = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
+        if unknown:
+            warnings.append(f"layer_types {unknown} not modelled: treated as full attention")
+    elif fam.sliding == "qwen":
+        first = cfg.int("max_window_layers", default=28, lo=0)
+        flags = [i >= first for i in range(layers)]
+    elif fam.sliding == "alternate":
+        flags = [i % 2 == 0 for i in range(layers)]
+    elif fam.sliding == "pattern":
+        period = cfg.int("sliding_window_pattern", "_sliding_window_pattern", default=6)
+        flags = [(i + 1) % period != 0 for i in range(layers)]
+    else:
+        return window, None
+    if not any(flags):
+        return None, None
+    return window, (None if all(flags) else tuple(flags))
+
+
+def _dense_layers(flags_moe: list[bool], why: str, warnings: list[str]) -> int:
+    """Number of dense layers; ``Model`` places them first. Totals stay exact either way."""
+    dense = flags_moe.count(False)
+    if any(flags_moe[:dense]):
+        idx = [i for i, m in enumerate(flags_moe) if not m]
+        warnings.append(f"{why} make layers {idx} dense: modelled as the first {dense} layers "
+                        f"(parameter totals are exact, per-layer order is not)")
+    return dense
+
+
+def _moe(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]) -> MoE | None:
+    kind = fam.moe
+    if kind is None:
+        return None
+    if kind == "auto":
+        if not (cfg.has("num_local_experts") or cfg.has("num_experts")):
+            return None
+        kind = "mixtral"
+        warnings.append("mixture-of-experts fields found: read Mixtral-style (experts of "
+                        "intermediate_size, no shared expert)")
+    if kind == "mixtral":
+        experts = cfg.int("num_local_experts", "num_experts")
+        return MoE(experts, cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"))
+    if kind == "gpt_oss":
+        return MoE(cfg.int("num_local_experts"), cfg.int("num_experts_per_tok",
+                                                          "experts_per_token"),
+                   cfg.int("intermediate_size"), router_bias=True, expert_bias=True)
+    if kind in ("qwen2_moe", "qwen3_moe"):
+        experts = cfg.int("num_experts", default=0, lo=0)
+        if experts == 0:
+            return None
+        step = cfg.int("decoder_sparse_step", default=1)
+        only = cfg.list("mlp_only_layers") or []
+        dense_idx = {require_int("mlp_only_layers entry", i, 0, MAX_SIZE) for i in only}
+        flags = [i not in dense_idx and (i + 1) % step == 0 for i in range(layers)]
+        if not any(flags):
+            return None
+        shared = cfg.int("shared_expert_intermediate_size", default=0, lo=0) \
+            if kind == "qwen2_moe" else 0
+        return MoE(experts, cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"),
+                   shared_intermediate_size=shared, shared_expert_gate=shared > 0,
+                   first_dense_layers=_dense_layers(flags, "decoder_sparse_step/mlp_only_layers",
+                                                    warnings))
+    # DeepSeek V1/V2/V3
+    experts = cfg.int("n_routed_experts", default=0, lo=0)
+    if experts == 0:
+        return None
+    first_k = cfg.int("first_k_dense_replace", default=0, lo=0)
+    freq = cfg.int("moe_layer_freq", default=1)
+    flags = [i >= first_k and i % freq == 0 for i in range(layers)]
+    if not any(flags):
+        return None
+    size = cfg.int("moe_intermediate_size")
+    shared = cfg.int("n_shared_experts", default=0, lo=0) * size
+    # DeepSeek-V3's aux-loss-free routing keeps a learned per-expert score bias
+    # (gate.e_score_correction_bias) in the checkpoint.
+    router_bias = cfg.str("topk_method") == "noaux_tc"
+    return MoE(experts, cfg.int("num_experts_per_tok"), size, shared_intermediate_size=shared,
+               first_dense_layers=_dense_layers(flags, "first_k_dense_replace/moe_layer_freq",
+                                                warnings),
+               router_bias=router_bias)
+
+
+def _mla(cfg: _Cfg, warnings: list[str]) -> MLA | None:
+    if not cfg.has("kv_lora_rank"):
+        return None
+    if "q_lora_rank" in cfg.data:
+        q_rank = cfg.int("q_lora_rank", default=None)
+    else:
+        q_rank = 1536
+        warnings.append("q_lora_rank missing: assumed 1536 (the DeepseekV2Config default)")
+    return MLA(kv_lora_rank=cfg.int("kv_lora_rank"),
+               qk_nope_head_dim=cfg.int("qk_nope_head_dim"),
+               qk_rope_head_dim=cfg.int("qk_rope_head_dim", lo=0),
+               v_head_dim=cfg.int("v_head_dim"), q_lora_rank=q_rank)
+
+
+def _decoder(cfg: _Cfg, fam_key: str, fam: _Family, name: str, arch: str,
+             warnings: list[str]) -> Model:
+    hidden = cfg.int("hidden_size")
+    layers = cfg.int("num_hidden_layers")
+    heads = cfg.int("num_attention_heads")
+    kv_heads = cfg.int("num_key_value_heads", default=heads)
+    inter = cfg.int("intermediate_size")
+    vocab = cfg.int("vocab_size")
+    head_dim = cfg.int("head_dim", default=None)
+    attn_bias = cfg.bool("attention_bias", False)
+    if fam.bias == "qkv":
+        qkv_bias, o_bias = True, False
+    elif fam.bias == "none":
+        if attn_bias:
+            warnings.append(f"attention_bias=true is not used by {fam.label}: ignored")
+        qkv_bias = o_bias = False
+    else:
+        qkv_bias = o_bias = attn_bias
+    mla = _mla(cfg, warnings) if fam_key == "deepseek" else None
+    if mla is not None:
+        head_dim = mla.qk_head_dim
+    moe = _moe(cfg, fam, layers, warnings)
+    window, sliding_layers = _sliding(cfg, fam, layers, warnings)
+    theta, factor = _rope(cfg, fam)
+    return Model(
+        name=name, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, intermediate_size=inter, vocab_size=vocab,
+        head_dim=head_dim,
+        tie_word_embeddings=cfg.bool("tie_word_embeddings", fam.tie_default),
+        attention_bias=qkv_bias, attention_out_bias=o_bias,
+        mlp_bias=cfg.bool("mlp_bias", False), ffn_kind=FFNKind.GATED,
+        hidden_act=_activation(cfg, fam, warnings), norm_kind=NormKind.RMS,
+        norms_per_layer=fam.norms_per_layer, ffn_sub_norm=fam.sub_norms,
+        attn_sub_norm=fam.sub_norms, qk_norm=fam.qk_norm, position=PositionKind.ROPE,
+        rope_theta=theta, rope_scaling_factor=factor,
+        max_position_embeddings=cfg.int("max_position_embeddings", default=None),
+        sliding_window=window, sliding_layers=sliding_layers, attention_sinks=fam.sinks,
+        moe=moe, mla=mla, architecture=arch, warnings=tuple(warnings))
+
+
+def _gpt2(cfg: _Cfg, name: str, arch: str, warnings: list[str]) -> Model:
+    """GPT-2: learned positions, LayerNorm with bias, biases on every linear, plain GELU MLP of
+    width n_inner (default 4 * n_embd), tied LM head (modeling_gpt2.py)."""
+    hidden = cfg.int("n_embd", "hidden_size")
+    heads = cfg.int("n_head", "num_attention_heads")
+    return Model(
+        name=name, hidden_size=hidden, num_hidden_layers=cfg.int("n_layer", "num_hidden_layers"),
+        num_attention_heads=heads, num_key_value_heads=heads,
+        intermediate_size=cfg.int("n_inner", "intermediate_size", default=4 * hidden),
+        vocab_size=cfg.int("vocab_size"),
+        tie_word_embeddings=cfg.bool("tie_word_embeddings", True),
+        attention_bias=True, attention_out_bias=True, mlp_bias=True, ffn_kind=FFNKind.PLAIN,
+        hidden_act=_activation(cfg, _FAMILIES["gpt2"], warnings), norm_kind=NormKind.LAYER,
+        norms_per_layer=2, position=PositionKind.LEARNED, rope_theta=None,
+        max_position_embeddings=cfg.int("n_positions", "max_position_embeddings", "n_ctx",
+                                        default=1024),
+        architecture=arch, warnings=tuple(warnings))
+
+
+# ---- model presets (TOML) ---------------------------------------------------------------------
+
+PRESET_KEYS = ("name", "aliases", "hf_repo_id", "family", "source", "draft", "notes",
+               "config_nulls", "config")
+"""Top-level keys of a model preset file. ``config`` holds verbatim ``config.json`` fields;
+TOML has no null, so ``config_nulls`` lists the fields that are JSON null in the original."""
+
+
+@dataclass(frozen=True)
+class ModelPresetInfo:
+    """The descriptive part of a model preset (everything but the config)."""
+    name: str
+    source: str
+    aliases: tuple[str, ...] = ()
+    hf_repo_id: str | None = None
+    family: str | None = None
+    draft: bool = False
+    notes: str | None = None
+
+
+def _preset_str(data: dict, key: str, origin: str, required: bool = False) -> str | None:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ConfigError(f"{origin}: missing required key '{key}'")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{origin}: '{key}' must be a non-empty string, got {value!r}")
+    return value
+
+
+def _preset_str_list(data: dict, key: str, origin: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{origin}: '{key}' must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def model_preset_info(data: dict, origin: str) -> ModelPresetInfo:
+    """Validate a preset's top level (strict: unknown keys are errors) and return its
+    descriptive fields. ``origin`` (usually the file path) prefixes every error message."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: a model preset must be a table, got {type(data).__name__}")
+    for key in data:
+        if key not in PRESET_KEYS:
+            close = difflib.get_close_matches(str(key), PRESET_KEYS, n=1, cutoff=0.0)
+            raise ConfigError(f"{origin}: unknown key '{key}' (did you mean '{close[0]}'?)")
+    draft = data.get("draft", False)
+    if not isinstance(draft, bool):
+        raise ConfigError(f"{origin}: 'draft' must be true or false, got {draft!r}")
+    if not isinstance(data.get("config"), dict):
+        raise ConfigError(f"{origin}: missing [config] table (the config.json fields)")
+    return ModelPresetInfo(
+        name=_preset_str(data, "name", origin, required=True),
+        source=_preset_str(data, "source", origin, required=True),
+        aliases=_preset_str_list(data, "aliases", origin),
+        hf_repo_id=_preset_str(data, "hf_repo_id", origin),
+        family=_preset_str(data, "family", origin), draft=draft,
+        notes=_preset_str(data, "notes", origin))
+
+
+def model_from_preset_dict(data: dict, origin: str) -> Model:
+    """Build the :class:`Model` of a parsed model preset (see ``PRESET_KEYS``)."""
+    info = model_preset_info(data, origin)
+    config = dict(data["config"])
+    for key in _preset_str_list(data, "config_nulls", origin):
+        config[key] = None
+    try:
+        model = from_hf_config(config, name=info.name)
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc}") from exc
+    return replace(model, source=info.source)

@@ -211,15 +211,21 @@ def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi: int,
-                     flash: bool, ideal_r: Rates, est_r: Rates) -> tuple[Phase, float, float]:
+                     flash: bool, ideal_r: Rates, est_r: Rates,
+                     ops_at=None) -> tuple[Phase, float, float]:
     """Decode steps at contexts lo..hi (inclusive): mean per-step rows, and the exact total
-    ideal and estimated time over all steps."""
+    ideal and estimated time over all steps. ``ops_at(c)`` (default: ``forward_ops`` of one
+    decode step at context c) gives a step's operators, affine in c within each segment (the
+    sharding module passes a device's share of the step)."""
+    if ops_at is None:
+        def ops_at(c: int) -> tuple[Operator, ...]:
+            return forward_ops(model, precision, batch, 1, c, flash)
     acc: dict[int, list] = {}
     total_ideal = total_est = 0.0
     for a, z in decode_segments(model, lo, hi):
         n = z - a + 1
-        ops_a = forward_ops(model, precision, batch, 1, a, flash)
-        ops_z = forward_ops(model, precision, batch, 1, z, flash) if z > a else ops_a
+        ops_a = ops_at(a)
+        ops_z = ops_at(z) if z > a else ops_a
         if [o.name for o in ops_a] != [o.name for o in ops_z]:
             raise AssertionError("decode operators must not change with context length")
         for i, (oa, oz) in enumerate(zip(ops_a, ops_z)):

@@ -20,7 +20,7 @@ from .precision import DType, Precision, precision_preset
 from .workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
-SUBCOMMANDS: list[str] = []
+SUBCOMMANDS: list[str] = ["cli_hetero"]
 
 FORMATS = ("table", "json", "csv")
 

@@ -32,18 +32,19 @@ def forward_ops(model: Model, precision: Precision, batch: int, new_tokens: int,
     if model.position is PositionKind.LEARNED:
         ops.append(gather("position_embedding", tokens, h, precision.weight_embed_bits, a))
         ops.append(elementwise("embedding_add", OpKind.ELEMENTWISE, tokens * h, 1.0, 2, a))
-    ops = [replace(o, group="model") for o in ops]
+    ops = [o.regrouped(o.count, "model") for o in ops]
     for kind, n_layers in model.layer_groups():
+        label = kind.label
         for op in _layer_ops(model, precision, kind, batch, new_tokens, context_len,
                              flash_attention):
-            ops.append(replace(op, count=op.count * n_layers, group=kind.label))
+            ops.append(op.regrouped(op.count * n_layers, label))
     tail = []
     if model.final_norm:
         tail.append(norm("final_norm", tokens, h, a, precision.norm_bits,
                          model.norm_kind is NormKind.LAYER))
     tail.append(linear("lm_head", OpKind.LM_HEAD, batch * min(logits_tokens, new_tokens), h,
                        model.vocab_size, precision.weight_embed_bits, a))
-    ops.extend(replace(o, group="model") for o in tail)
+    ops.extend(o.regrouped(o.count, "model") for o in tail)
     return tuple(ops)
 
 
@@ -65,8 +66,8 @@ def _layer_ops(model: Model, p: Precision, kind: LayerKind, b: int, s: int, c: i
         model, p, tokens, model.intermediate_size, "ffn", OpKind.FFN, model.mlp_bias)
     if extra_norms >= 2:
         ops.append(norm("post_ffn_norm", tokens, h, a, p.norm_bits, layer_norm))
-    ops.append(replace(elementwise("residual_add", OpKind.ELEMENTWISE, tokens * h, 1.0, 2, a),
-                       count=2))
+    ops.append(elementwise("residual_add", OpKind.ELEMENTWISE, tokens * h, 1.0, 2, a)
+               .regrouped(2, ""))
     return ops
 
 

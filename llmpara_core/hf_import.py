@@ -304,7 +304,7 @@ def _rope(cfg: _Cfg, fam: _Family) -> tuple[float | None, float]:
     """(rope_theta, scaling factor). transformers v5 moved both into ``rope_parameters``
     (per layer type for Gemma-3); the global-attention entry is used then."""
     theta = cfg.float("rope_theta", None)
-    scaling = cfg.dict("rope_scaling")
+    scaling, where = cfg.dict("rope_scaling"), "rope_scaling"
     params = cfg.dict("rope_parameters")
     if params is not None:
         if isinstance(params.get("full_attention"), dict):
@@ -313,12 +313,12 @@ def _rope(cfg: _Cfg, fam: _Family) -> tuple[float | None, float]:
             theta = require_float("rope_parameters.rope_theta", params["rope_theta"], lo=0,
                                   lo_open=True)
         if scaling is None:
-            scaling = params
+            scaling, where = params, "rope_parameters"
     factor = 1.0
     if scaling is not None and scaling.get("factor") is not None:
         kind = scaling.get("rope_type", scaling.get("type"))
         if kind != "default":
-            factor = require_float("rope_scaling.factor", scaling["factor"], lo=0, lo_open=True)
+            factor = require_float(f"{where}.factor", scaling["factor"], lo=0, lo_open=True)
     return (theta if theta is not None else fam.rope_theta_default), factor
 
 

@@ -7,6 +7,7 @@ Build one from a preset (``llmpara_core.presets.load_model``) or from any ``conf
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -232,9 +233,7 @@ class Model:
 
     def layer_groups(self) -> list[tuple[LayerKind, int]]:
         """Distinct layer kinds with how many layers have each, in first-seen order."""
-        counts = Counter(LayerKind(self.layer_is_sliding(i), self.layer_is_moe(i))
-                         for i in range(self.num_hidden_layers))
-        return list(counts.items())
+        return list(_layer_groups(self))
 
     def kv_cache_elements_per_token_per_layer(self) -> int:
         """Cached elements per token per layer: K and V for every KV head, or MLA's latent."""
@@ -261,6 +260,13 @@ class Model:
             "gated FFN": self.ffn_kind is FFNKind.GATED,
             "RoPE": self.position is PositionKind.ROPE,
         }
+
+
+@functools.lru_cache(maxsize=512)
+def _layer_groups(model: Model) -> tuple[tuple[LayerKind, int], ...]:
+    counts = Counter(LayerKind(model.layer_is_sliding(i), model.layer_is_moe(i))
+                     for i in range(model.num_hidden_layers))
+    return tuple(counts.items())
 
 
 # ---- parameter counting ---------------------------------------------------------------------

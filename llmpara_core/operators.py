@@ -8,7 +8,7 @@ intensity are derived, never stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from .units import FLOPS_PER_MAC, bits_to_bytes
@@ -67,8 +67,12 @@ class Operator:
     def total_memory_bytes(self) -> float:
         return self.memory_bytes * self.count
 
-    def scaled(self, count: int) -> "Operator":
-        return replace(self, count=count)
+    def regrouped(self, count: int, group: str) -> "Operator":
+        """A copy that runs ``count`` times per pass in layer group ``group`` (fast path:
+        dataclasses.replace is too slow for the hot loop of the forward builder)."""
+        return Operator(self.name, self.kind, self.flops, self.weight_bytes, self.act_read_bytes,
+                        self.act_write_bytes, self.kv_read_bytes, self.kv_write_bytes,
+                        self.comm_bytes, count, group)
 
 
 def linear(name: str, kind: OpKind, tokens: float, d_in: int, d_out: int, w_bits: float,

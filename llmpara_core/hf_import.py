@@ -124,6 +124,14 @@ _ACTIVATIONS = {
 
 # ---- typed field access -----------------------------------------------------------------------
 
+def _show(value: Any) -> str:
+    """repr for error messages, cut to one short line."""
+    if isinstance(value, int) and value.bit_length() > 128:   # repr of huge ints may fail
+        return f"a {value.bit_length()}-bit integer"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 class _Cfg:
     """Typed, validating access to a config dict; JSON null counts as absent."""
 
@@ -131,57 +139,60 @@ class _Cfg:
         self.data = data
         self.defaults = defaults
 
-    def raw(self, key: str, default: Any = None) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            value = self.defaults.get(key, default)
-        return value
+    def raw(self, key: str) -> Any:
+        """The field's value; the family default only when the field is absent (not null)."""
+        if key in self.data:
+            return self.data[key]
+        return self.defaults.get(key)
 
     def has(self, key: str) -> bool:
         return self.raw(key) is not None
 
-    def int(self, *keys: str, default: Any = _MISSING, lo: int = 1, hi: int = MAX_SIZE):
+    def integer(self, *keys: str, default: Any = _MISSING, lo: int = 1, hi: int = MAX_SIZE):
         """The first present field among ``keys`` (aliases), validated; else ``default``."""
         for key in keys:
             value = self.raw(key)
             if value is not None:
+                if isinstance(value, int) and not isinstance(value, bool) \
+                        and not lo <= value <= hi:
+                    raise ConfigError(f"{key} must be in [{lo}, {hi}], got {_show(value)}")
                 return require_int(key, value, lo, hi)
         if default is _MISSING:
             raise ConfigError(f"config is missing the required field '{keys[0]}'")
         return default
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self.raw(key)
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
+            raise ConfigError(f"{key} must be true or false, got {_show(value)}")
         return value
 
-    def float(self, key: str, default: float | None) -> float | None:
+    def number(self, key: str, default: float | None) -> float | None:
         value = self.raw(key)
         if value is None:
             return default
         return require_float(key, value, lo=0, lo_open=True)
 
-    def str(self, key: str, default: str | None = None) -> str | None:
+    def text(self, key: str, default: str | None = None) -> str | None:
         value = self.raw(key)
         if value is None:
             return default
         if not isinstance(value, str):
-            raise ConfigError(f"{key} must be a string, got {value!r}")
+            raise ConfigError(f"{key} must be a string, got {_show(value)}")
         return value
 
-    def dict(self, key: str) -> dict | None:
+    def mapping(self, key: str) -> dict | None:
         value = self.raw(key)
         if value is not None and not isinstance(value, dict):
-            raise ConfigError(f"{key} must be a JSON object or null, got {value!r}")
+            raise ConfigError(f"{key} must be a JSON object or null, got {_show(value)}")
         return value
 
-    def list(self, key: str) -> list | None:
+    def sequence(self, key: str) -> list | None:
         value = self.raw(key)
         if value is not None and not isinstance(value, list):
-            raise ConfigError(f"{key} must be a list or null, got {value!r}")
+            raise ConfigError(f"{key} must be a list or null, got {_show(value)}")
         return value
 
 
@@ -196,7 +207,7 @@ def from_hf_config(config: dict | str | bytes, name: str | None = None) -> Model
     """
     data = _parse(config)
     if name is not None and (not isinstance(name, str) or not name.strip()):
-        raise ConfigError(f"name must be a non-empty string, got {name!r}")
+        raise ConfigError(f"name must be a non-empty string, got {_show(name)}")
     try:
         return _convert(data, name)
     except ConfigError:
@@ -215,7 +226,7 @@ def _parse(config) -> dict:
     if isinstance(config, str):
         try:
             config = json.loads(config)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:   # JSONDecodeError, int-digit limit
             raise ConfigError(f"config is not valid JSON: {exc}") from exc
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a JSON object, got {type(config).__name__}")
@@ -227,7 +238,7 @@ def _architecture(data: dict) -> str:
     if archs is None:
         return ""
     if (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
-        raise ConfigError(f"architectures must be a list of strings, got {archs!r}")
+        raise ConfigError(f"architectures must be a list of strings, got {_show(archs)}")
     return archs[0] if archs else ""
 
 
@@ -250,11 +261,11 @@ def _convert(data: dict, name: str | None) -> Model:
     arch = _architecture(data)
     model_type = data.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
-        raise ConfigError(f"model_type must be a string, got {model_type!r}")
+        raise ConfigError(f"model_type must be a string, got {_show(model_type)}")
     text = data.get("text_config")
     if text is not None:
         if not isinstance(text, dict):
-            raise ConfigError(f"text_config must be a JSON object, got {text!r}")
+            raise ConfigError(f"text_config must be a JSON object, got {_show(text)}")
         # Multimodal wrapper (Gemma3ForConditionalGeneration): the decoder is text_config;
         # top-level fields (tie_word_embeddings, ...) apply unless text_config overrides them.
         if any(k in data for k in ("vision_config", "audio_config")):
@@ -290,7 +301,7 @@ def _default_name(cfg: _Cfg, fallback: str) -> str:
 def _activation(cfg: _Cfg, fam: _Family, warnings: list[str]) -> Activation:
     act = None
     for key in fam.act_keys:
-        act = cfg.str(key)
+        act = cfg.text(key)
         if act is not None:
             break
     act = act or fam.act_default
@@ -303,9 +314,9 @@ def _activation(cfg: _Cfg, fam: _Family, warnings: list[str]) -> Activation:
 def _rope(cfg: _Cfg, fam: _Family) -> tuple[float | None, float]:
     """(rope_theta, scaling factor). transformers v5 moved both into ``rope_parameters``
     (per layer type for Gemma-3); the global-attention entry is used then."""
-    theta = cfg.float("rope_theta", None)
-    scaling, where = cfg.dict("rope_scaling"), "rope_scaling"
-    params = cfg.dict("rope_parameters")
+    theta = cfg.number("rope_theta", None)
+    scaling, where = cfg.mapping("rope_scaling"), "rope_scaling"
+    params = cfg.mapping("rope_parameters")
     if params is not None:
         if isinstance(params.get("full_attention"), dict):
             params = params["full_attention"]
@@ -326,12 +337,12 @@ def _sliding(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]):
     """(sliding_window, sliding_layers) following the family's rule; see ``_Family``."""
     if fam.sliding == "none":
         return None, None
-    if fam.sliding == "qwen" and not cfg.bool("use_sliding_window", False):
+    if fam.sliding == "qwen" and not cfg.flag("use_sliding_window", False):
         return None, None
-    window = cfg.int("sliding_window", default=None)
+    window = cfg.integer("sliding_window", default=None)
     if window is None:
         return None, None
-    types = cfg.list("layer_types")
+    types = cfg.sequence("layer_types")
     if types is not None:
         if len(types) != layers:
             raise ConfigError(f"layer_types has {len(types)} entries for {layers} layers "
@@ -339,18 +350,18 @@ def _sliding(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]):
         flags = []
         for t in types:
             if not isinstance(t, str):
-                raise ConfigError(f"layer_types entries must be strings, got {t!r}")
+                raise ConfigError(f"layer_types entries must be strings, got {_show(t)}")
             flags.append(t == "sliding_attention")
         unknown = sorted({t for t in types if t not in ("sliding_attention", "full_attention")})
         if unknown:
             warnings.append(f"layer_types {unknown} not modelled: treated as full attention")
     elif fam.sliding == "qwen":
-        first = cfg.int("max_window_layers", default=28, lo=0)
+        first = cfg.integer("max_window_layers", default=28, lo=0)
         flags = [i >= first for i in range(layers)]
     elif fam.sliding == "alternate":
         flags = [i % 2 == 0 for i in range(layers)]
     elif fam.sliding == "pattern":
-        period = cfg.int("sliding_window_pattern", "_sliding_window_pattern", default=6)
+        period = cfg.integer("sliding_window_pattern", "_sliding_window_pattern", default=6)
         flags = [(i + 1) % period != 0 for i in range(layers)]
     else:
         return window, None
@@ -380,43 +391,44 @@ def _moe(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]) -> MoE | Non
         warnings.append("mixture-of-experts fields found: read Mixtral-style (experts of "
                         "intermediate_size, no shared expert)")
     if kind == "mixtral":
-        experts = cfg.int("num_local_experts", "num_experts")
-        return MoE(experts, cfg.int("num_experts_per_tok"), cfg.int("intermediate_size"))
+        experts = cfg.integer("num_local_experts", "num_experts")
+        return MoE(experts, cfg.integer("num_experts_per_tok"), cfg.integer("intermediate_size"))
     if kind == "gpt_oss":
-        return MoE(cfg.int("num_local_experts"), cfg.int("num_experts_per_tok",
-                                                          "experts_per_token"),
-                   cfg.int("intermediate_size"), router_bias=True, expert_bias=True)
+        return MoE(cfg.integer("num_local_experts"),
+                   cfg.integer("num_experts_per_tok", "experts_per_token"),
+                   cfg.integer("intermediate_size"), router_bias=True, expert_bias=True)
     if kind in ("qwen2_moe", "qwen3_moe"):
-        experts = cfg.int("num_experts", default=0, lo=0)
+        experts = cfg.integer("num_experts", default=0, lo=0)
         if experts == 0:
             return None
-        step = cfg.int("decoder_sparse_step", default=1)
-        only = cfg.list("mlp_only_layers") or []
+        step = cfg.integer("decoder_sparse_step", default=1)
+        only = cfg.sequence("mlp_only_layers") or []
         dense_idx = {require_int("mlp_only_layers entry", i, 0, MAX_SIZE) for i in only}
         flags = [i not in dense_idx and (i + 1) % step == 0 for i in range(layers)]
         if not any(flags):
             return None
-        shared = cfg.int("shared_expert_intermediate_size", default=0, lo=0) \
+        shared = cfg.integer("shared_expert_intermediate_size", default=0, lo=0) \
             if kind == "qwen2_moe" else 0
-        return MoE(experts, cfg.int("num_experts_per_tok"), cfg.int("moe_intermediate_size"),
+        return MoE(experts, cfg.integer("num_experts_per_tok"),
+                   cfg.integer("moe_intermediate_size"),
                    shared_intermediate_size=shared, shared_expert_gate=shared > 0,
                    first_dense_layers=_dense_layers(flags, "decoder_sparse_step/mlp_only_layers",
                                                     warnings))
     # DeepSeek V1/V2/V3
-    experts = cfg.int("n_routed_experts", default=0, lo=0)
+    experts = cfg.integer("n_routed_experts", default=0, lo=0)
     if experts == 0:
         return None
-    first_k = cfg.int("first_k_dense_replace", default=0, lo=0)
-    freq = cfg.int("moe_layer_freq", default=1)
+    first_k = cfg.integer("first_k_dense_replace", default=0, lo=0)
+    freq = cfg.integer("moe_layer_freq", default=1)
     flags = [i >= first_k and i % freq == 0 for i in range(layers)]
     if not any(flags):
         return None
-    size = cfg.int("moe_intermediate_size")
-    shared = cfg.int("n_shared_experts", default=0, lo=0) * size
+    size = cfg.integer("moe_intermediate_size")
+    shared = cfg.integer("n_shared_experts", default=0, lo=0) * size
     # DeepSeek-V3's aux-loss-free routing keeps a learned per-expert score bias
     # (gate.e_score_correction_bias) in the checkpoint.
-    router_bias = cfg.str("topk_method") == "noaux_tc"
-    return MoE(experts, cfg.int("num_experts_per_tok"), size, shared_intermediate_size=shared,
+    router_bias = cfg.text("topk_method") == "noaux_tc"
+    return MoE(experts, cfg.integer("num_experts_per_tok"), size, shared_intermediate_size=shared,
                first_dense_layers=_dense_layers(flags, "first_k_dense_replace/moe_layer_freq",
                                                 warnings),
                router_bias=router_bias)
@@ -426,26 +438,26 @@ def _mla(cfg: _Cfg, warnings: list[str]) -> MLA | None:
     if not cfg.has("kv_lora_rank"):
         return None
     if "q_lora_rank" in cfg.data:
-        q_rank = cfg.int("q_lora_rank", default=None)
+        q_rank = cfg.integer("q_lora_rank", default=None)
     else:
         q_rank = 1536
         warnings.append("q_lora_rank missing: assumed 1536 (the DeepseekV2Config default)")
-    return MLA(kv_lora_rank=cfg.int("kv_lora_rank"),
-               qk_nope_head_dim=cfg.int("qk_nope_head_dim"),
-               qk_rope_head_dim=cfg.int("qk_rope_head_dim", lo=0),
-               v_head_dim=cfg.int("v_head_dim"), q_lora_rank=q_rank)
+    return MLA(kv_lora_rank=cfg.integer("kv_lora_rank"),
+               qk_nope_head_dim=cfg.integer("qk_nope_head_dim"),
+               qk_rope_head_dim=cfg.integer("qk_rope_head_dim", lo=0),
+               v_head_dim=cfg.integer("v_head_dim"), q_lora_rank=q_rank)
 
 
 def _decoder(cfg: _Cfg, fam_key: str, fam: _Family, name: str, arch: str,
              warnings: list[str]) -> Model:
-    hidden = cfg.int("hidden_size")
-    layers = cfg.int("num_hidden_layers")
-    heads = cfg.int("num_attention_heads")
-    kv_heads = cfg.int("num_key_value_heads", default=heads)
-    inter = cfg.int("intermediate_size")
-    vocab = cfg.int("vocab_size")
-    head_dim = cfg.int("head_dim", default=None)
-    attn_bias = cfg.bool("attention_bias", False)
+    hidden = cfg.integer("hidden_size")
+    layers = cfg.integer("num_hidden_layers")
+    heads = cfg.integer("num_attention_heads")
+    kv_heads = cfg.integer("num_key_value_heads", default=heads)
+    inter = cfg.integer("intermediate_size")
+    vocab = cfg.integer("vocab_size")
+    head_dim = cfg.integer("head_dim", default=None)
+    attn_bias = cfg.flag("attention_bias", False)
     if fam.bias == "qkv":
         qkv_bias, o_bias = True, False
     elif fam.bias == "none":
@@ -460,18 +472,19 @@ def _decoder(cfg: _Cfg, fam_key: str, fam: _Family, name: str, arch: str,
     moe = _moe(cfg, fam, layers, warnings)
     window, sliding_layers = _sliding(cfg, fam, layers, warnings)
     theta, factor = _rope(cfg, fam)
+    act = _activation(cfg, fam, warnings)
     return Model(
         name=name, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
         num_key_value_heads=kv_heads, intermediate_size=inter, vocab_size=vocab,
         head_dim=head_dim,
-        tie_word_embeddings=cfg.bool("tie_word_embeddings", fam.tie_default),
+        tie_word_embeddings=cfg.flag("tie_word_embeddings", fam.tie_default),
         attention_bias=qkv_bias, attention_out_bias=o_bias,
-        mlp_bias=cfg.bool("mlp_bias", False), ffn_kind=FFNKind.GATED,
-        hidden_act=_activation(cfg, fam, warnings), norm_kind=NormKind.RMS,
+        mlp_bias=cfg.flag("mlp_bias", False), ffn_kind=FFNKind.GATED,
+        hidden_act=act, norm_kind=NormKind.RMS,
         norms_per_layer=fam.norms_per_layer, ffn_sub_norm=fam.sub_norms,
         attn_sub_norm=fam.sub_norms, qk_norm=fam.qk_norm, position=PositionKind.ROPE,
         rope_theta=theta, rope_scaling_factor=factor,
-        max_position_embeddings=cfg.int("max_position_embeddings", default=None),
+        max_position_embeddings=cfg.integer("max_position_embeddings", default=None),
         sliding_window=window, sliding_layers=sliding_layers, attention_sinks=fam.sinks,
         moe=moe, mla=mla, architecture=arch, warnings=tuple(warnings))
 
@@ -479,19 +492,21 @@ def _decoder(cfg: _Cfg, fam_key: str, fam: _Family, name: str, arch: str,
 def _gpt2(cfg: _Cfg, name: str, arch: str, warnings: list[str]) -> Model:
     """GPT-2: learned positions, LayerNorm with bias, biases on every linear, plain GELU MLP of
     width n_inner (default 4 * n_embd), tied LM head (modeling_gpt2.py)."""
-    hidden = cfg.int("n_embd", "hidden_size")
-    heads = cfg.int("n_head", "num_attention_heads")
+    hidden = cfg.integer("n_embd", "hidden_size")
+    heads = cfg.integer("n_head", "num_attention_heads")
+    act = _activation(cfg, _FAMILIES["gpt2"], warnings)
     return Model(
-        name=name, hidden_size=hidden, num_hidden_layers=cfg.int("n_layer", "num_hidden_layers"),
+        name=name, hidden_size=hidden,
+        num_hidden_layers=cfg.integer("n_layer", "num_hidden_layers"),
         num_attention_heads=heads, num_key_value_heads=heads,
-        intermediate_size=cfg.int("n_inner", "intermediate_size", default=4 * hidden),
-        vocab_size=cfg.int("vocab_size"),
-        tie_word_embeddings=cfg.bool("tie_word_embeddings", True),
+        intermediate_size=cfg.integer("n_inner", "intermediate_size", default=4 * hidden),
+        vocab_size=cfg.integer("vocab_size"),
+        tie_word_embeddings=cfg.flag("tie_word_embeddings", True),
         attention_bias=True, attention_out_bias=True, mlp_bias=True, ffn_kind=FFNKind.PLAIN,
-        hidden_act=_activation(cfg, _FAMILIES["gpt2"], warnings), norm_kind=NormKind.LAYER,
+        hidden_act=act, norm_kind=NormKind.LAYER,
         norms_per_layer=2, position=PositionKind.LEARNED, rope_theta=None,
-        max_position_embeddings=cfg.int("n_positions", "max_position_embeddings", "n_ctx",
-                                        default=1024),
+        max_position_embeddings=cfg.integer("n_positions", "max_position_embeddings",
+                                            "n_ctx", default=1024),
         architecture=arch, warnings=tuple(warnings))
 
 
@@ -522,14 +537,15 @@ def _preset_str(data: dict, key: str, origin: str, required: bool = False) -> st
             raise ConfigError(f"{origin}: missing required key '{key}'")
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{origin}: '{key}' must be a non-empty string, got {value!r}")
+        raise ConfigError(f"{origin}: '{key}' must be a non-empty string, got {_show(value)}")
     return value
 
 
 def _preset_str_list(data: dict, key: str, origin: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"{origin}: '{key}' must be a list of non-empty strings, got {value!r}")
+        raise ConfigError(f"{origin}: '{key}' must be a list of non-empty strings, "
+                          f"got {_show(value)}")
     return tuple(value)
 
 
@@ -544,7 +560,7 @@ def model_preset_info(data: dict, origin: str) -> ModelPresetInfo:
             raise ConfigError(f"{origin}: unknown key '{key}' (did you mean '{close[0]}'?)")
     draft = data.get("draft", False)
     if not isinstance(draft, bool):
-        raise ConfigError(f"{origin}: 'draft' must be true or false, got {draft!r}")
+        raise ConfigError(f"{origin}: 'draft' must be true or false, got {_show(draft)}")
     if not isinstance(data.get("config"), dict):
         raise ConfigError(f"{origin}: missing [config] table (the config.json fields)")
     return ModelPresetInfo(

@@ -20,7 +20,7 @@ from .precision import DType, Precision, precision_preset
 from .workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
-SUBCOMMANDS: list[str] = ["cli_hetero"]
+SUBCOMMANDS: list[str] = ["cli_hetero", "cli_metrics", "cli_speculative", "cli_shard"]
 
 FORMATS = ("table", "json", "csv")
 
@@ -199,6 +199,7 @@ def _cmd_analyze(args) -> None:
     else:
         summary = {k: v for k, v in d.items()
                    if not isinstance(v, (dict, list)) and k != "schema_version"}
+        summary.update({f"ideal_{k}": v for k, v in d["ideal"].items()})
         emit(None, "table", [{"quantity": k, "value": v} for k, v in summary.items()])
         for note in report.notes:
             print(f"note: {note}")

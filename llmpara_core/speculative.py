@@ -118,12 +118,13 @@ def head_draft(target: Model, style: str = "eagle", params: float | None = None,
     base = replace(target, name=f"{target.name} {style.upper()} head", num_hidden_layers=layers,
                    sliding_layers=None if target.sliding_layers is None
                    else target.sliding_layers[:layers],
-                   tie_word_embeddings=False, warnings=(), source="derived from the target")
+                   tie_word_embeddings=False, warnings=(), source="derived from the target",
+                   moe=None)
     if vocab_size is not None:
         base = replace(base, vocab_size=require_int("head vocab_size", vocab_size, 1, 10**7))
     if params is not None:
         params = require_float("head params", params, lo=0, lo_open=True)
-        dense = replace(base, moe=None, intermediate_size=1)
+        dense = replace(base, intermediate_size=1)
         pc = count_params(dense)
         fixed = pc.total - pc.embedding - pc.lm_head - pc.ffn_dense
         per_width = (3 if gated else 2) * h * layers
@@ -138,7 +139,7 @@ def head_draft(target: Model, style: str = "eagle", params: float | None = None,
                       shared_intermediate_size=target.moe.shared_intermediate_size + fold)
         model = replace(base, moe=moe)
     else:
-        model = replace(base, moe=None, intermediate_size=target.intermediate_size + fold)
+        model = replace(base, intermediate_size=target.intermediate_size + fold)
     return Draft(DraftKind.HEAD, model, precision, hardware, shares_lm_head=vocab_size is None)
 
 
@@ -408,23 +409,25 @@ def _at(ta: np.ndarray, tz: np.ndarray, a: int, z: int, c: float) -> np.ndarray:
     return ta + (tz - ta) * ((c - a) / (z - a))
 
 
-def _sum_max_affine_vec(u0, u1, v0, v1, n: int) -> np.ndarray:
-    """Per element, exact sum over k = 0..n-1 of max(u_k, v_k) for u, v affine in k with the given
-    values at k = 0 and k = n - 1 (vectorised ``analysis._sum_max_affine``)."""
-    if n == 1:
-        return np.maximum(u0, v0)
+def _sum_max_affine_vec(u0, u1, v0, v1, n) -> np.ndarray:
+    """Element-wise exact sum over k = 0..n-1 of max(u_k, v_k) for u, v affine in k with the
+    given values at k = 0 and k = n - 1 (vectorised ``analysis._sum_max_affine``; ``n`` may be an
+    array broadcasting against the others)."""
+    n = np.asarray(n, float)
+    span = np.maximum(n - 1, 1.0)
     g0, g1 = u0 - v0, u1 - v1
-    same = g0 * g1 >= 0
+    same = (g0 * g1 >= 0) | (n == 1)
     whole = np.where(g0 + g1 >= 0, n * (u0 + u1) / 2, n * (v0 + v1) / 2)
+    whole = np.where(n == 1, np.maximum(u0, v0), whole)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ks = np.floor(np.where(same, 0.0, g0 / (g0 - g1)) * (n - 1))
-    ks = np.clip(ks, 0, n - 2)
-    f0, f1 = np.where(g0 > 0, u0, v0), np.where(g0 > 0, u1, v1)
-    s0, s1 = np.where(g0 > 0, v0, u0), np.where(g0 > 0, v1, u1)
+        ks = np.floor(np.where(same, 0.0, g0 / (g0 - g1)) * span)
+    ks = np.clip(ks, 0, np.maximum(n - 2, 0))
+    first_u = g0 > 0
+    f0, f1 = np.where(first_u, u0, v0), np.where(first_u, u1, v1)
+    s0, s1 = np.where(first_u, v0, u0), np.where(first_u, v1, u1)
 
     def series(x0, x1, i, j):      # sum over k = i..j of affine x
-        step = (x1 - x0) / (n - 1)
-        return (j - i + 1) * (x0 + step * (i + j) / 2)
+        return (j - i + 1) * (x0 + (x1 - x0) / span * (i + j) / 2)
     split = series(f0, f1, 0, ks) + series(s0, s1, ks + 1, n - 1)
     return np.where(same, whole, split)
 
@@ -443,36 +446,35 @@ class _Sum:
             setattr(self, k, getattr(self, k) + w * getattr(other, k))
 
 
-def _sum_steps(p: _Pass, r: Rates, c_first: float, dc: float, n: int) -> _Sum:
-    """Exact totals of pass ``p`` at contexts c_first + j*dc, j = 0..n-1."""
-    out = _Sum()
-    if n <= 0:
-        return out
-    for j0, j1, a, (ta, kern), z, (tz, _) in p.pieces(c_first, dc, n):
-        m = j1 - j0 + 1
-        v0 = _at(ta, tz, a, z, c_first + j0 * dc)
-        v1 = _at(ta, tz, a, z, c_first + j1 * dc)
-        t = _sum_max_affine_vec(v0[_FLOPS] / r.flops_per_s, v1[_FLOPS] / r.flops_per_s,
-                                v0[_MEM] / r.bytes_per_s, v1[_MEM] / r.bytes_per_s, m)
-        mean = (v0.sum(axis=1) + v1.sum(axis=1)) * (m / 2)     # per field, summed over steps
-        out.time_s += float(t.sum()) + m * kern * r.kernel_overhead_s
-        if r.link_bytes_per_s:
-            out.time_s += mean[_COMM] / r.link_bytes_per_s
-        out.flops += mean[_FLOPS]
-        out.mem += mean[_MEM]
-        out.weight += mean[_WEIGHT]
-        out.kv += mean[_KV]
-    return out
-
-
-def _steps(p: _Pass, r: Rates, c_first: float, dc: float, n_steps: float) -> _Sum:
-    """Totals over a fractional number of steps: floor(n) whole steps, then the remainder as a
-    weighted share of one more step."""
+def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
+    """Exact totals of pass ``p`` over steps at contexts c + j*dc for every c in ``c_firsts``:
+    floor(n_steps) whole steps, then the remainder as a weighted share of one more step."""
     full = int(math.floor(n_steps + 1e-12))
-    out = _sum_steps(p, r, c_first, dc, full)
     frac = n_steps - full
+    runs = [(c, full, 1.0) for c in c_firsts if full > 0]
     if frac > 1e-12:
-        out.add(_sum_steps(p, r, c_first + full * dc, dc, 1), frac)
+        runs += [(c + full * dc, 1, frac) for c in c_firsts]
+    v0s, v1s, ms, ws, kerns = [], [], [], [], []
+    for c_first, n, w in runs:
+        for j0, j1, a, (ta, kern), z, (tz, _) in p.pieces(c_first, dc, n):
+            v0s.append(_at(ta, tz, a, z, c_first + j0 * dc))
+            v1s.append(_at(ta, tz, a, z, c_first + j1 * dc))
+            ms.append(j1 - j0 + 1)
+            ws.append(w)
+            kerns.append(kern)
+    out = _Sum()
+    if not ms:
+        return out
+    v0, v1 = np.stack(v0s), np.stack(v1s)             # (runs, field, op)
+    m, w = np.array(ms, float), np.array(ws, float)
+    t = _sum_max_affine_vec(v0[:, _FLOPS] / r.flops_per_s, v1[:, _FLOPS] / r.flops_per_s,
+                            v0[:, _MEM] / r.bytes_per_s, v1[:, _MEM] / r.bytes_per_s, m[:, None])
+    out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
+                       * r.kernel_overhead_s)
+    tot = ((v0 + v1).sum(axis=2) * (m * w / 2)[:, None]).sum(axis=0)   # per field
+    if r.link_bytes_per_s:
+        out.time_s += tot[_COMM] / r.link_bytes_per_s
+    out.flops, out.mem, out.weight, out.kv = tot[_FLOPS], tot[_MEM], tot[_WEIGHT], tot[_KV]
     return out
 
 
@@ -558,15 +560,14 @@ class _Engine:
         e = spec.tokens_per_step
         n_steps = self.n_tokens / e
         s = spec.verified_tokens
-        verify = _steps(self.verify(s), self.r[estimated], self.first + s - 1, e, n_steps)
+        verify = _steps(self.verify(s), self.r[estimated], [self.first + s - 1], e, n_steps)
         draft = _Sum()
         kind, g = self.su.draft.kind, spec.gamma
         if g and kind in (DraftKind.MODEL, DraftKind.HEAD):
-            p = self.draft_pass()
-            for i in range(g):
-                draft.add(_steps(p, self.rd[estimated], self.first + i, e, n_steps))
+            draft = _steps(self.draft_pass(), self.rd[estimated],
+                           [self.first + i for i in range(g)], e, n_steps)
         elif g and kind is DraftKind.MEDUSA:
-            draft = _steps(self.medusa(g), self.rd[estimated], self.first, e, n_steps)
+            draft = _steps(self.medusa(g), self.rd[estimated], [self.first], e, n_steps)
         return draft, verify, e, n_steps
 
     def speedup(self, spec: Speculation, estimated: bool = True) -> float:
@@ -677,6 +678,27 @@ def break_even_alpha(setup: Setup, gamma: int, estimated: bool = True,
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
     return hi
+
+
+def implied_alpha(setup: Setup, gamma: int, measured_speedup: float, estimated: bool = True,
+                  tol: float = 1e-6) -> float | None:
+    """The constant alpha at which the predicted speedup with ``gamma`` drafts equals
+    ``measured_speedup`` (for measurements that publish no acceptance); None when no alpha in
+    [0, 1] reaches it."""
+    gamma = require_int("gamma", gamma, 1, MAX_GAMMA)
+    measured_speedup = require_float("measured speedup", measured_speedup, lo=0, lo_open=True)
+    eng = _engine(setup)
+
+    def f(a):
+        return eng.speedup(Speculation(gamma, alpha=a), estimated) - measured_speedup
+    lo_v, hi_v = f(0.0), f(1.0)
+    if lo_v > 0 or hi_v < 0:
+        return None
+    lo, hi = 0.0, 1.0
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
 
 
 @dataclass(frozen=True)
@@ -804,7 +826,7 @@ def _energy(eng: _Engine, spec: Speculation, mem: SpecMemory, t: SpecTiming, sum
     sizes = {"weight": mem.target_weight_bytes, "kv": mem.target_kv_bytes,
              "act": mem.target_activation_bytes}
     pt = energy_params(su.hardware, su.precision.compute_dtype, su.efficiency, sizes)
-    van = _steps(eng.verify(1), eng.r[True], eng.first, 1.0, eng.n_tokens)
+    van = _steps(eng.verify(1), eng.r[True], [eng.first], 1.0, eng.n_tokens)
     van_j = _device_energy_j(pt, van, t.vanilla_decode_total_s, 0.0)
     draft, verify = sums
     if su.same_device:
@@ -871,3 +893,73 @@ def _notes(su: Setup, spec: Speculation) -> list[str]:
     if d.kind is DraftKind.MEDUSA:
         notes.append("Medusa: one pass of gamma heads per step (not gamma sequential passes)")
     return notes
+
+
+# ---- plain data ------------------------------------------------------------------------------
+
+def _timing_dict(t: SpecTiming) -> dict:
+    return {
+        "speedup": t.speedup,
+        "decode_tokens_per_s": t.decode_tokens_per_s,
+        "throughput_tokens_per_s": t.throughput_tokens_per_s,
+        "vanilla_decode_tokens_per_s": t.vanilla_decode_tokens_per_s,
+        "vanilla_throughput_tokens_per_s": t.vanilla_throughput_tokens_per_s,
+        "tpot_s": t.tpot_s,
+        "ttft_s": t.ttft_s,
+        "e2e_latency_s": t.e2e_latency_s,
+        "vanilla_e2e_latency_s": t.vanilla_e2e_latency_s,
+        "step_time": {
+            "draft_s": t.draft_s_per_step,
+            "verify_s": t.verify_s_per_step,
+            "step_s": t.step_s,
+            "vanilla_tpot_s": t.vanilla_tpot_s,
+            "verify_overhead_s": t.verify_overhead_s,
+            "decode_total_s": t.decode_total_s,
+            "vanilla_decode_total_s": t.vanilla_decode_total_s,
+        },
+    }
+
+
+def report_to_dict(r: SpecReport) -> dict:
+    """JSON-ready view of a report (SI units: s, bytes, J, tokens/s); estimated figures at the
+    top level, the same at peak rates under ``ideal``."""
+    su, sp, m, e = r.setup, r.speculation, r.memory, r.energy
+    wl = su.workload
+    return {
+        "target": su.target.name,
+        "draft": su.draft.name,
+        "draft_kind": su.draft.kind.value,
+        "hardware": su.hardware.name,
+        "draft_hardware": su.draft_hardware.name,
+        "precision": su.precision.name,
+        "draft_precision": su.draft_precision.name,
+        "batch": wl.batch, "prompt_len": wl.prompt_len, "gen_len": wl.gen_len,
+        "gamma": sp.gamma,
+        "alpha": sp.alpha,
+        "acceptance": list(sp.acceptance) if sp.acceptance is not None else None,
+        "verify_tokens": sp.verified_tokens,
+        "expected_tokens_per_step": r.expected_tokens_per_step,
+        "target_passes": r.steps,
+        **_timing_dict(r.estimated),
+        "ideal": _timing_dict(r.ideal),
+        "memory_overhead": {
+            "draft_weight_bytes": m.draft_weight_bytes,
+            "draft_kv_cache_bytes": m.draft_kv_bytes,
+            "extra_target_kv_cache_bytes": m.extra_target_kv_bytes,
+            "extra_activation_bytes": m.extra_activation_bytes,
+            "overhead_bytes": m.overhead_bytes,
+            "overhead_fraction": m.overhead_fraction,
+            "target_weight_bytes": m.target_weight_bytes,
+            "target_kv_cache_bytes": m.target_kv_bytes,
+            "fits": m.fits,
+            "same_device": m.same_device,
+        },
+        "energy_per_token": {
+            "vanilla_j": e.vanilla_j_per_token,
+            "speculative_j": e.speculative_j_per_token,
+            "ratio": e.ratio,
+            "method": e.method,
+        },
+        "vocab": {"compatible": r.vocab.compatible, "message": r.vocab.message},
+        "notes": list(r.notes),
+    }

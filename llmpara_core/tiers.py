@@ -7,7 +7,8 @@ Model
 *Placement.* The stored data are split into items: each weight tensor of each layer (and each
 routed expert of each MoE layer), the embedding table, final norm and LM head, the KV cache of
 each layer (at the workload's full context, for the whole batch) and the activation working set
-(the largest live set of any operator, prefill or decode). Items are laid into tiers under their
+(the largest live set of any operator of a decode step or of a prefill pass of at most
+``prefill_chunk_tokens`` tokens — chunked prefill, as serving engines run it). Items are laid into tiers under their
 capacities, byte-exactly (an item may straddle two tiers; its reads are then split in the same
 proportion). Strategies:
 
@@ -85,6 +86,9 @@ from .units import BYTES_PER_GB, bits_to_bytes
 from .workload import Workload
 
 STRATEGIES = ("greedy", "hot-first", "pinned")
+# Tokens per prefill pass when sizing the activation buffer (vLLM's chunked-prefill default
+# max_num_batched_tokens was 2048); None = the whole batch's prompts in one pass.
+DEFAULT_PREFILL_CHUNK = 2048
 OVERLAPS = ("operator", "step")
 MIGRATION_BITS = (16.0, 8.0, 4.0, 2.0)
 
@@ -235,7 +239,8 @@ def _touched(q: np.ndarray, tokens: float) -> np.ndarray:
 
 
 def build_items(model: Model, precision: Precision, workload: Workload,
-                expert_zipf_s: float = 0.0) -> tuple[Item, ...]:
+                expert_zipf_s: float = 0.0,
+                prefill_chunk_tokens: int | None = DEFAULT_PREFILL_CHUNK) -> tuple[Item, ...]:
     """The placeable items of a scenario (see the module docstring). Stored weight bytes sum to
     :func:`~llmpara_core.memory.weight_bytes`; KV items to the cache at full context."""
     wl, b = workload, workload.batch
@@ -243,9 +248,8 @@ def build_items(model: Model, precision: Precision, workload: Workload,
     mean_ctx = (lo + hi) / 2.0
     dec = forward_ops(model, precision, b, 1, hi, wl.flash_attention)
     logits = wl.prompt_len if wl.logits_all_tokens else 1
-    pre = forward_ops(model, precision, b, wl.prompt_len, wl.prompt_len, wl.flash_attention,
-                      logits) if wl.prompt_len else ()
-    act = max(activation_peak_bytes(pre), activation_peak_bytes(dec))
+    act = max(_prefill_activation_bytes(model, precision, wl, prefill_chunk_tokens),
+              activation_peak_bytes(dec))
     items: list[Item] = [Item("activations", "activations", act, 1.0, order=-1)]
     layers = _layer_indices(model)
     q = expert_selection_probs(model, expert_zipf_s)
@@ -296,8 +300,11 @@ def build_items(model: Model, precision: Precision, workload: Workload,
             if o.kind is OpKind.MOE_EXPERT:
                 expert_ops.append(o)
                 continue
+            # MLA's absorbed decode matrices are the halves of prefill's kv_b_proj
+            ops = (o.name, "kv_b_proj") if o.name in ("mla_q_absorb", "mla_v_absorb") else (
+                o.name,)
             add(key=f"layer {i} · {o.name}", category=_KIND_CATEGORY[o.kind],
-                stored_bytes=o.weight_bytes, read_density=1.0, layer=i, group=g, ops=(o.name,))
+                stored_bytes=o.weight_bytes, read_density=1.0, layer=i, group=g, ops=ops)
         if expert_ops:
             g = per_layer[i][0][0]
             per_expert = sum(o.weight_bytes for o in expert_ops) / touched_b
@@ -339,6 +346,24 @@ def build_items(model: Model, precision: Precision, workload: Workload,
         items.append(Item(f"layer {i} · kv_cache", "kv_cache", b * full * kv_tok,
                           mean_read / full, layer=i, group=kind.label, order=10**7 + i))
     return tuple(items)
+
+
+def _prefill_activation_bytes(model: Model, precision: Precision, wl: Workload,
+                              chunk: int | None) -> float:
+    """Largest live activation set of prefill. With chunked prefill (``chunk`` tokens per pass,
+    as serving engines do) a pass holds whole prompts of several sequences, or one chunk of a
+    long prompt attending to its whole context (the last chunk is the largest)."""
+    s, b = wl.prompt_len, wl.batch
+    if not s:
+        return 0.0
+    logits = s if wl.logits_all_tokens else 1
+    if chunk is None or b * s <= chunk:
+        ops = forward_ops(model, precision, b, s, s, wl.flash_attention, logits)
+    elif s <= chunk:
+        ops = forward_ops(model, precision, chunk // s, s, s, wl.flash_attention, logits)
+    else:
+        ops = forward_ops(model, precision, 1, chunk, s, wl.flash_attention, min(logits, chunk))
+    return activation_peak_bytes(ops)
 
 
 def _fill(sizes: np.ndarray, free: np.ndarray, tier_order: list[int]) -> tuple[np.ndarray,
@@ -405,7 +430,8 @@ def _gb(x: float) -> str:
 
 def place(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
           strategy: str = "greedy", pins: dict[str, str] | tuple | None = None,
-          expert_zipf_s: float = 0.0) -> Placement:
+          expert_zipf_s: float = 0.0,
+          prefill_chunk_tokens: int | None = DEFAULT_PREFILL_CHUNK) -> Placement:
     """Place a scenario's weights, KV cache and activations into ``hardware.tiers``.
 
     Raises InfeasibleError when something does not fit (message: what, how much, where).
@@ -413,7 +439,7 @@ def place(model: Model, hardware: Hardware, precision: Precision, workload: Work
     if strategy not in STRATEGIES:
         raise ConfigError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     tiers = hardware.tiers
-    items = build_items(model, precision, workload, expert_zipf_s)
+    items = build_items(model, precision, workload, expert_zipf_s, prefill_chunk_tokens)
     nt, n = len(tiers), len(items)
     cap = np.array([t.capacity_bytes for t in tiers], dtype=float)
     bw = np.array([t.bandwidth_bytes_per_s for t in tiers])
@@ -504,7 +530,8 @@ def _raise_infeasible(items, sizes, cap, tiers, placed, workload, what, short, t
 
 @dataclass(frozen=True, eq=False)
 class _Index:
-    """Summed tier fractions per (group, op) for weights, per group for KV, for activations."""
+    """Tier shares per (group, op) of weight reads (summing to 1), expert fractions per group
+    (E x N, summed over the group's layers), KV fractions per group, activation fractions."""
     weights: dict
     experts: dict            # group -> (E x N) fractions summed over the group's layers
     kv: dict
@@ -535,7 +562,10 @@ def _index(placement: Placement, model: Model, expert_zipf_s: float) -> _Index:
         else:
             for name in it.ops:
                 key = (it.group, name)
-                weights[key] = weights.get(key, np.zeros(nt)) + f
+                weights[key] = weights.get(key, np.zeros(nt)) + f * it.stored_bytes
+    for key, v in weights.items():       # byte-weighted share of each tier, summing to 1
+        total = v.sum()
+        weights[key] = v / total if total > 0 else np.eye(nt)[0]
     return _Index(weights, experts, kv, act, expert_selection_probs(model, expert_zipf_s),
                   expert_zipf_s)
 
@@ -556,7 +586,7 @@ def _attribute(op: Operator, idx: _Index, model: Model, tokens: float, nt: int):
             f = idx.weights.get((op.group, op.name))
             if f is None:
                 raise InfeasibleError(f"internal: no placement for {op.group}/{op.name}")
-            w = op.weight_bytes * f       # f sums to op.count (one share per layer)
+            w = op.weight_bytes * n * f
             if op.kind is OpKind.EMBEDDING:
                 dep = w > 0
     kv_b = (op.kv_read_bytes + op.kv_write_bytes) * n
@@ -851,10 +881,12 @@ def _energy(hardware: Hardware, tier_bytes: np.ndarray, flops: float, tpot_s: fl
 def hetero(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
            strategy: str = "greedy", pins: dict[str, str] | None = None,
            overlap: str = "operator", prefetch: bool = True, expert_zipf_s: float = 0.0,
-           efficiency: Efficiency | None = None) -> HeteroResult:
+           efficiency: Efficiency | None = None,
+           prefill_chunk_tokens: int | None = DEFAULT_PREFILL_CHUNK) -> HeteroResult:
     """Place the scenario on the hardware's tiers and evaluate decode. Raises InfeasibleError
     when it does not fit."""
-    p = place(model, hardware, precision, workload, strategy, pins, expert_zipf_s)
+    p = place(model, hardware, precision, workload, strategy, pins, expert_zipf_s,
+              prefill_chunk_tokens)
     return evaluate(p, model, hardware, precision, workload, overlap, prefetch, expert_zipf_s,
                     efficiency)
 

@@ -1,0 +1,161 @@
+"""Compare: several (model, hardware, precision) scenarios side by side at the sidebar's
+workload. Rows live in the URL as repeated ``cmp=model|hardware|precision``."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from llmpara_core.errors import ConfigError
+from llmpara_core.export import report_to_dict
+from llmpara_core.precision import PRECISION_PRESETS
+from llmpara_core.units import BYTES_PER_GB
+from ui import charts
+from ui.compute import preset_hardware, preset_model, report
+from ui.format import escape_md
+from ui.links import show_value
+from ui.scenario import (add_warning, apply_overrides, get_scenario, hardware_label,
+                         hardware_options, model_label, model_options, register_link_param)
+from ui.tables import download_csv, download_json
+
+ROWS = "_cmp_rows"
+MAX_ROWS = 12
+OTHER_HARDWARE = ("nvidia-a100-sxm-80gb", "nvidia-h200-sxm", "amd-mi300x")
+
+scn = get_scenario()
+st.title("Compare")
+st.caption("Each row is a model × hardware × precision preset at the sidebar's workload "
+           f"(batch {scn.workload.batch}, prompt {scn.workload.prompt_len}, "
+           f"gen {scn.workload.gen_len}). Rows on the sidebar's hardware include its edits.")
+
+
+def parse_row(text: str):
+    parts = text.split("|")
+    if len(parts) != 3:
+        return None
+    m, h, p = (s.strip() for s in parts)
+    models, hws = set(model_options()), set(hardware_options())
+    prec = next((k for k in PRECISION_PRESETS if k.lower() == p.lower()), None)
+    return (m, h, prec) if m in models and h in hws and prec else None
+
+
+def encode(row) -> str:
+    return "|".join(row)
+
+
+if ROWS not in st.session_state:
+    rows = []
+    for raw in st.query_params.get_all("cmp")[:MAX_ROWS]:
+        row = parse_row(raw)
+        if row is None:
+            add_warning(f"Link parameter `cmp`: '{show_value(raw)}' is not "
+                        "model\\|hardware\\|precision (preset slugs); row skipped.")
+        elif row not in rows:
+            rows.append(row)
+    if not rows and not st.query_params.get_all("cmp"):
+        base = (scn.model_slug, scn.hardware_slug, scn.precision_preset)
+        rows = [base, (scn.model_slug, scn.hardware_slug, "W4A16")]
+        other = next((h for h in OTHER_HARDWARE if h != scn.hardware_slug
+                      and h in hardware_options()), None)
+        if other:
+            rows.append((scn.model_slug, other, scn.precision_preset))
+    st.session_state[ROWS] = rows
+rows = st.session_state[ROWS]
+
+
+def add_row() -> None:
+    new = (st.session_state["cmp_add_model"], st.session_state["cmp_add_hw"],
+           st.session_state["cmp_add_prec"])
+    if new not in st.session_state[ROWS] and len(st.session_state[ROWS]) < MAX_ROWS:
+        st.session_state[ROWS] = st.session_state[ROWS] + [new]
+
+
+def remove_row(i: int) -> None:
+    st.session_state[ROWS] = [r for j, r in enumerate(st.session_state[ROWS]) if j != i]
+
+
+with st.expander("Add a scenario", expanded=not rows):
+    a1, a2, a3, a4 = st.columns([3, 3, 2, 1], vertical_alignment="bottom")
+    opts_m, opts_h = model_options(), hardware_options()
+    a1.selectbox("Model", opts_m, index=opts_m.index(scn.model_slug) if scn.model_slug in opts_m
+                 else 0, key="cmp_add_model", format_func=model_label)
+    a2.selectbox("Hardware", opts_h, index=opts_h.index(scn.hardware_slug), key="cmp_add_hw",
+                 format_func=hardware_label)
+    a3.selectbox("Precision", list(PRECISION_PRESETS), key="cmp_add_prec")
+    a4.button("Add", key="cmp_add", on_click=add_row, disabled=len(rows) >= MAX_ROWS,
+              icon=":material/add:")
+
+want = [encode(r) for r in rows]
+if st.query_params.get_all("cmp") != want:
+    st.query_params["cmp"] = want
+register_link_param("cmp", want)
+
+if not rows:
+    st.info("No scenarios yet: add one above.")
+    st.stop()
+
+results, records, labels = [], [], []
+with st.spinner("Analysing the scenarios…"):
+    for i, (m, h, p) in enumerate(rows):
+        label = f"{i + 1}. {model_label(m).split(' · ')[-1]} · {hardware_label(h).split(' · ')[-1]} · {p}"
+        try:
+            hw = preset_hardware(h)
+            if h == scn.hardware_slug:
+                hw = apply_overrides(hw, scn.overrides)
+            rep = report(preset_model(m), hw, PRECISION_PRESETS[p], scn.workload)
+        except ConfigError as e:
+            results.append((label, None, str(e)))
+            continue
+        results.append((label, rep, None))
+
+for i, (label, rep, err) in enumerate(results):
+    c1, c2 = st.columns([12, 1], vertical_alignment="center")
+    c1.markdown(escape_md(label) + (f" — :red[{escape_md(err)}]" if err else ""))
+    c2.button("✕", key=f"cmp_rm_{i}_{encode(rows[i])}", on_click=remove_row, args=(i,),
+              help="Remove this row")
+
+ok = [(label, rep) for label, rep, err in results if rep is not None]
+for label, rep in ok:
+    e, d, mem = rep.estimated, rep.ideal, rep.memory
+    records.append({
+        "scenario": label, "model": rep.model.name, "hardware": rep.hardware.name,
+        "precision": rep.precision.name, "params_total": rep.params.total,
+        "params_active": rep.params.active, "weights_GB": rep.weight_bytes / BYTES_PER_GB,
+        "ttft_ms_estimated": 1e3 * e.ttft_s, "ttft_ms_ideal": 1e3 * d.ttft_s,
+        "tpot_ms_estimated": 1e3 * e.tpot_s, "tpot_ms_ideal": 1e3 * d.tpot_s,
+        "tok_s_per_seq_estimated": e.decode_tokens_per_s, "tok_s_per_seq_ideal": d.decode_tokens_per_s,
+        "tok_s_aggregate_estimated": e.throughput_tokens_per_s,
+        "tok_s_aggregate_ideal": d.throughput_tokens_per_s,
+        "memory_GB": mem.total_bytes / BYTES_PER_GB, "capacity_GB": mem.capacity_bytes / BYTES_PER_GB,
+        "fits": mem.fits, "max_batch": rep.max_batch,
+    })
+if not records:
+    st.stop()
+df = pd.DataFrame(records)
+fmt = {c: st.column_config.NumberColumn(format="%.4g") for c in df.columns
+       if df[c].dtype.kind == "f"}
+st.dataframe(df, hide_index=True, column_config=fmt, key="cmp_table")
+st.caption("ms = 10⁻³ s · GB = 10⁹ bytes · estimated = derated by the hardware's efficiency "
+           "factors, ideal = peak rates")
+with st.container(horizontal=True):
+    download_csv(df, "compare.csv", "Table CSV", key="dl_cmp_csv")
+    download_json(json.dumps([report_to_dict(rep, include_operators=False) for _, rep in ok],
+                             indent=2, allow_nan=False, default=str).encode("utf-8"),
+                  "compare.json", "Reports JSON (with scenarios)", key="dl_cmp_json")
+
+names = list(df["scenario"])
+c1, c2 = st.columns(2)
+with c1:
+    charts.show(charts.compare_bars(names, df["ttft_ms_estimated"], df["ttft_ms_ideal"],
+                                    "TTFT", "ms", log=True), "cmp_ttft", "compare-ttft")
+    charts.show(charts.compare_bars(names, df["tok_s_aggregate_estimated"],
+                                    df["tok_s_aggregate_ideal"], "Decode tokens/s (aggregate)",
+                                    "tokens/s", log=True), "cmp_tps", "compare-tokens-per-s")
+with c2:
+    charts.show(charts.compare_bars(names, df["tpot_ms_estimated"], df["tpot_ms_ideal"],
+                                    "TPOT", "ms", log=True), "cmp_tpot", "compare-tpot")
+    charts.show(charts.compare_bars(names, df["memory_GB"], df["capacity_GB"],
+                                    "Memory needed vs capacity", "GB (10⁹ B)", log=True)
+                .update_traces(selector=dict(name="estimated"), name="needed")
+                .update_traces(selector=dict(name="ideal"), name="capacity"),
+                "cmp_memory", "compare-memory")

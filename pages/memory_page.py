@@ -1,0 +1,87 @@
+"""Memory: weights / KV cache / activations against capacity, KV growth over the sequence,
+per-operator byte decomposition, and the largest batch and context that fit."""
+
+import pandas as pd
+import streamlit as st
+
+from llmpara_core.errors import ConfigError
+from llmpara_core.units import BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MB
+from ui import charts
+from ui.compute import kv_growth, scenario_report
+from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_gib, fmt_int, fmt_pct
+from ui.scenario import get_scenario, url_number, url_segmented
+from ui.tables import download_csv, has_multiple_groups
+
+scn = get_scenario()
+st.title("Memory")
+st.caption(escape_md(scn.label))
+try:
+    rep = scenario_report(scn)
+except ConfigError as e:
+    st.error(f"Cannot analyse this scenario: {escape_md(e)}")
+    st.stop()
+
+mem, w = rep.memory, rep.workload
+unit_choice = url_segmented("Units", ["GB", "GiB"], key="munit", default="GB",
+                            help="GB = 10⁹ bytes, GiB = 2³⁰ bytes")
+unit = BYTES_PER_GB if unit_choice == "GB" else BYTES_PER_GIB
+unit_name = "GB (10⁹ B)" if unit_choice == "GB" else "GiB (2³⁰ B)"
+
+m = st.columns(6)
+m[0].metric("Weights", fmt_gb(mem.weight_bytes), help=f"= {fmt_gib(mem.weight_bytes)}")
+m[1].metric("KV cache (full context)", fmt_gb(mem.kv_cache_bytes),
+            help=f"batch {w.batch} × {w.max_context:,} tokens = {fmt_gib(mem.kv_cache_bytes)}")
+m[2].metric("Activations (peak)", fmt_bytes(mem.activation_bytes),
+            help="largest live activation set of one operator")
+m[3].metric("Total / capacity", fmt_pct(mem.utilisation, 1),
+            help=f"{fmt_gb(mem.total_bytes)} of {fmt_gb(mem.capacity_bytes)}")
+m[4].metric("Largest batch that fits", fmt_int(rep.max_batch),
+            help=f"at {w.max_context:,} tokens per sequence")
+m[5].metric("Largest context that fits", fmt_int(rep.max_context),
+            help=f"tokens per sequence at batch {w.batch}")
+if not mem.fits:
+    st.error(f"Does not fit: needs {fmt_gb(mem.total_bytes)} of {fmt_gb(mem.capacity_bytes)} "
+             f"({escape_md(scn.hardware.name)}).")
+
+charts.show(charts.memory_bar([("weights", mem.weight_bytes, "#4C78A8"),
+                               ("KV cache", mem.kv_cache_bytes, "#E45756"),
+                               ("activations", mem.activation_bytes, "#54A24B")],
+                              mem.capacity_bytes, unit, unit_name),
+            "memory_breakdown", "memory-breakdown")
+
+curve = kv_growth(scn.model, scn.precision, w.batch, w.max_context, 200)
+charts.show(charts.kv_growth_figure(curve, mem.weight_bytes, mem.activation_bytes,
+                                    mem.capacity_bytes, w.prompt_len, unit, unit_name),
+            "kv_growth", "kv-growth")
+kv_df = pd.DataFrame(curve, columns=["context_tokens", "kv_cache_bytes"])
+
+st.subheader("Bytes per operator")
+c1, c2 = st.columns([2, 1])
+with c1:
+    phase = url_segmented("Phase", ["decode", "prefill"], key="mphase", default="decode",
+                          format_func=lambda p: {"decode": "Decode (per step)",
+                                                 "prefill": "Prefill (one pass)"}[p])
+with c2:
+    top = url_number("Operators shown (largest first)", key="mtop", min_value=1,
+                     max_value=100, value=15, step=1)
+rows = rep.decode.rows if phase == "decode" else rep.prefill.rows
+largest = sorted(rows, key=lambda r: r.memory_bytes, reverse=True)[:int(top)]
+charts.show(charts.bytes_breakdown_figure(largest, has_multiple_groups(rep), BYTES_PER_MB,
+                                          "MB (10⁶ B)", f"Bytes moved per operator — {phase}"),
+            "bytes_per_operator", f"bytes-per-operator-{phase}")
+ops_df = pd.DataFrame([{"phase": r.phase, "operator": r.name, "group": r.group,
+                        "weight_bytes": r.weight_bytes, "act_read_bytes": r.act_read_bytes,
+                        "act_write_bytes": r.act_write_bytes, "kv_read_bytes": r.kv_read_bytes,
+                        "kv_write_bytes": r.kv_write_bytes, "memory_bytes": r.memory_bytes}
+                       for r in rows])
+with st.container(horizontal=True):
+    download_csv(kv_df, "kv-growth.csv", "KV growth CSV", key="dl_kv")
+    download_csv(ops_df, f"bytes-per-operator-{phase}.csv", "Bytes per operator CSV",
+                 key="dl_bytes")
+    download_csv(pd.DataFrame([{"weight_bytes": mem.weight_bytes,
+                                "kv_cache_bytes": mem.kv_cache_bytes,
+                                "activation_bytes": mem.activation_bytes,
+                                "total_bytes": mem.total_bytes,
+                                "capacity_bytes": mem.capacity_bytes, "fits": mem.fits,
+                                "max_batch": rep.max_batch, "max_context": rep.max_context}]),
+                 "memory-footprint.csv", "Footprint CSV", key="dl_footprint")

@@ -1,0 +1,353 @@
+"""Sharding: the sidebar's model over several devices (TP, PP, DP, EP) with per-device memory,
+the time split into compute / memory / communication, scaling curves, a best-plan search and
+the comparison with published tensor-parallel measurements."""
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from llmpara_core import parallel
+from llmpara_core.errors import ConfigError
+from llmpara_core.export import _plain
+from llmpara_core.hardware import Hardware
+from llmpara_core.model import Model
+from llmpara_core.precision import Precision
+from llmpara_core.presets import list_presets, load_hardware
+from llmpara_core.units import BYTES_PER_GB
+from llmpara_core.workload import Workload
+from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
+from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
+                         url_toggle)
+from ui.tables import download_csv, download_json
+
+SIDEBAR = "sidebar"
+VIEWS = ("Per device", "Scaling", "Best plan", "Published measurements")
+PART_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "kernel launches": "#8C8C8C",
+               "communication": "#17BECF", "pipeline wait": "#E45756"}
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cluster_slugs() -> list[str]:
+    """Hardware presets with an [interconnect] section."""
+    return [i.slug for i in list_presets("hardware") if load_hardware(i.slug).interconnect]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def run_plan(model: Model, hw: Hardware, precision: Precision, workload: Workload,
+             plan: parallel.ParallelPlan) -> parallel.ShardReport:
+    return parallel.shard_analyze(model, hw, precision, workload, plan)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def run_scaling(model, hw, precision, workload, strategy) -> tuple:
+    return parallel.scaling_curve(model, hw, precision, workload, strategy)
+
+
+def run_search(model, hw, precision, workload, objective, max_devices, fill_batch) -> tuple:
+    """Not st.cache_data (it would replay the progress bar): every plan's report is cached by
+    the core, so a repeated search costs milliseconds."""
+    bar = st.progress(0.0, text="Evaluating plans…")
+    found = parallel.search_plans(model, hw, precision, workload, objective,
+                                  max_devices=max_devices, fill_batch=fill_batch,
+                                  progress=lambda f: bar.progress(min(1.0, f)))
+    bar.empty()
+    return found
+
+
+@st.cache_data(max_entries=2, show_spinner="Predicting the published series…")
+def run_published() -> tuple:
+    hw, rows, note = parallel.load_tp_measurements()
+    return hw.name, parallel.compare_tp_measurements(hw, rows), note
+
+
+def show(fig: go.Figure, key: str) -> None:
+    st.plotly_chart(fig, theme="streamlit", key=key, config=chart_config(key))
+
+
+def use_plan(plan: parallel.ParallelPlan) -> None:
+    """Callback of "Use this plan": writes the bound plan widgets (allowed in callbacks)."""
+    st.session_state.update(sh_tp=plan.tp, sh_pp=plan.pp, sh_dp=plan.dp, sh_ep=plan.ep,
+                            sh_mb=0, sh_view="Per device")
+
+
+scn = get_scenario()
+st.title("Sharding")
+st.caption(escape_md(scn.label))
+
+# ---- cluster and plan -----------------------------------------------------------------------
+clusters = cluster_slugs()
+own = scn.hardware.interconnect is not None
+default_cluster = SIDEBAR if own else next(
+    (c for c in clusters if "8x-nvidia-h100" in c), clusters[0] if clusters else SIDEBAR)
+names = {c: load_hardware(c).name for c in clusters}
+c1, c2 = st.columns([3, 2])
+with c1:
+    choice = url_selectbox(
+        "Devices and links", [SIDEBAR] + clusters, key="sh_cluster", default=default_cluster,
+        format_func=lambda c: "Sidebar hardware" if c == SIDEBAR else names[c],
+        help="A cluster preset is one device plus an [interconnect] section (link bandwidth "
+             "per device and direction, latency, topology, device count). Sidebar overrides "
+             "apply only to the sidebar hardware.")
+hw = scn.hardware if choice == SIDEBAR else load_hardware(choice)
+ic = hw.interconnect
+with c2:
+    if choice == SIDEBAR:
+        st.caption(f"Sidebar hardware: {escape_md(hw.name)}")
+    if ic is None:
+        st.warning(f"{escape_md(hw.name)} has no interconnect: only data parallelism (separate "
+                   "replicas) is possible. Pick a cluster preset for TP, PP or EP.")
+    else:
+        link = (f"{sig(ic.bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s per device and direction"
+                f", {sig(ic.latency_s / 1e-6)} µs, {ic.topology.value}, {ic.devices} devices")
+        if ic.devices_per_node and ic.devices_per_node < ic.devices:
+            link += (f"; {ic.devices_per_node} per node, between nodes "
+                     f"{sig(ic.inter_node_bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s, "
+                     f"{sig((ic.inter_node_latency_s or 0) / 1e-6)} µs")
+        st.caption(escape_md(link))
+
+max_dev = ic.devices if ic else 1024
+cols = st.columns(7)
+with cols[0]:
+    tp = url_number("TP", "sh_tp", 1, 1024, 1, step=1, help="Tensor-parallel degree")
+with cols[1]:
+    pp = url_number("PP", "sh_pp", 1, 1024, 1, step=1, help="Pipeline stages")
+with cols[2]:
+    dp = url_number("DP", "sh_dp", 1, 1024, 1, step=1,
+                    help="Data-parallel replicas; the sidebar batch is the global batch")
+with cols[3]:
+    ep = url_number("EP", "sh_ep", 1, 1024, 1, step=1,
+                    help="Expert parallelism (MoE): divides TP x DP and the experts")
+with cols[4]:
+    mb = url_number("Microbatches", "sh_mb", 0, 100000, 0, step=1,
+                    help="Pipeline microbatches; 0 = min(batch per replica, PP)")
+with cols[5]:
+    overlap = url_number("Comm. overlap", "sh_overlap", 0.0, 1.0, 0.0, step=0.1,
+                         help="Share of communication hidden under compute (0 = none)")
+with cols[6]:
+    vocab = url_toggle("Vocab-parallel", "sh_vocab", True,
+                       help="Split embedding and LM head over TP (vLLM, Megatron); off = "
+                            "whole on every rank (gpt-fast)")
+view = url_segmented("View", VIEWS, key="sh_view", default=VIEWS[0])
+
+plan = report = None
+try:
+    plan = parallel.ParallelPlan(tp=int(tp), pp=int(pp), dp=int(dp), ep=int(ep),
+                                 microbatches=int(mb) or None, overlap=float(overlap),
+                                 vocab_parallel=bool(vocab))
+    report = run_plan(scn.model, hw, scn.precision, scn.workload, plan)
+except ConfigError as e:
+    st.error(f"This plan cannot run: {escape_md(e)}")
+
+if report is not None:
+    est, single = report.estimated, report.single_device
+    m = st.columns(7)
+    m[0].metric("Devices", fmt_int(report.devices), help=escape_md(plan.label))
+    m[1].metric("TTFT", fmt_time(est.ttft_s), help=f"ideal {fmt_time(report.ideal.ttft_s)}")
+    m[2].metric("TPOT", fmt_time(est.tpot_s), help=f"ideal {fmt_time(report.ideal.tpot_s)}")
+    m[3].metric("Tokens/s per sequence", fmt_rate(est.decode_tokens_per_s))
+    m[4].metric("Aggregate tokens/s", fmt_rate(est.throughput_tokens_per_s),
+                help=f"{fmt_rate(report.throughput_per_device)} per device")
+    m[5].metric("Speedup vs 1 device", f"{sig(report.tpot_speedup)}×",
+                help=f"TPOT ratio; single device: {fmt_time(single.tpot_s)}"
+                     + ("" if report.single_device_fits else " (does not fit: hypothetical)"))
+    m[6].metric("Parallel efficiency", fmt_pct(report.parallel_efficiency),
+                help="aggregate throughput / (devices × single-device throughput)")
+    if not report.fits:
+        st.error(f"Does not fit: the fullest device needs {fmt_gb(report.worst_stage.total_bytes)}"
+                 f" of {fmt_gb(report.worst_stage.capacity_bytes)}.")
+    for note in report.notes:
+        st.caption("ℹ️ " + escape_md(note))
+
+# ---- views ----------------------------------------------------------------------------------
+if view == "Per device" and report is not None:
+    st.subheader("Memory per device")
+    mem_df = pd.DataFrame([{"stage": s.stage, "first_layer": s.first_layer, "layers": s.layers,
+                            "weight_bytes": s.weight_bytes, "kv_cache_bytes": s.kv_cache_bytes,
+                            "activation_bytes": s.activation_bytes, "total_bytes": s.total_bytes,
+                            "capacity_bytes": s.capacity_bytes, "fits": s.fits}
+                           for s in report.memory])
+    fig = go.Figure()
+    labels = [f"stage {s.stage} (layers {s.first_layer}–{s.first_layer + s.layers - 1})"
+              for s in report.memory]
+    for col, name, color in (("weight_bytes", "weights", "#4C78A8"),
+                             ("kv_cache_bytes", "KV cache", "#E45756"),
+                             ("activation_bytes", "activations", "#54A24B")):
+        fig.add_bar(y=labels, x=mem_df[col] / BYTES_PER_GB, name=name, orientation="h",
+                    marker_color=color, hovertemplate="%{x:.3g} GB<extra>" + name + "</extra>")
+    fig.add_vline(x=hw.memory_capacity_bytes / BYTES_PER_GB, line_dash="dash",
+                  annotation_text="capacity")
+    fig.update_layout(barmode="stack", height=120 + 40 * len(labels),
+                      xaxis_title="GB (10⁹ bytes) per device", margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "sharding-memory")
+
+    st.subheader("Where the time goes")
+    parts = []
+    for phase, bd, total in (("TTFT (prefill)", report.prefill_breakdown, est.ttft_s),
+                             ("TPOT (one decode step)", report.decode_breakdown, est.tpot_s)):
+        for name, v in (("compute", bd.compute_s), ("memory", bd.memory_s),
+                        ("kernel launches", bd.overhead_s), ("communication", bd.communication_s),
+                        ("pipeline wait", bd.pipeline_wait_s)):
+            parts.append({"phase": phase, "part": name, "seconds": v,
+                          "share": v / total if total > 0 else 0.0})
+    parts_df = pd.DataFrame(parts)
+    fig = go.Figure()
+    for name, color in PART_COLORS.items():
+        d = parts_df[parts_df.part == name]
+        fig.add_bar(y=d.phase, x=100 * d.share, name=name, orientation="h", marker_color=color,
+                    customdata=d.seconds * 1e3,
+                    hovertemplate="%{x:.1f} % · %{customdata:.4g} ms<extra>" + name + "</extra>")
+    fig.update_layout(barmode="stack", height=230, xaxis_title="% of the phase time (estimated)",
+                      margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "sharding-time")
+    st.caption(f"Per device on the latency path (every stage once). Compute / memory = operator "
+               f"time where FLOPs / bytes bind; communication is exposed collective time "
+               f"(latency + bytes over the link); pipeline wait = other microbatches ahead. "
+               f"Decode communication share {fmt_pct(report.decode_breakdown.communication_share, 1)}"
+               f", prefill {fmt_pct(report.prefill_breakdown.communication_share, 1)}; pipeline "
+               f"bubble {fmt_pct(report.decode_bubble_fraction)} (decode), "
+               f"{fmt_pct(report.prefill_bubble_fraction)} (prefill).")
+
+    st.subheader("Collectives per pass")
+    coll_df = pd.DataFrame([{
+        "phase": c.phase, "stage": c.stage, "collective": c.name, "kind": c.collective.value,
+        "participants": c.participants, "nodes": c.nodes, "message_bytes": c.message_bytes,
+        "sent_bytes": c.sent_bytes, "count": c.count, "ideal_s": c.ideal_s,
+        "estimated_s": c.estimated_s, "estimated_total_s": c.estimated_s * c.count}
+        for c in report.collectives])
+    if coll_df.empty:
+        st.caption("No communication: every device runs alone.")
+    else:
+        shown = coll_df.assign(message=coll_df.message_bytes.map(fmt_bytes),
+                               each=coll_df.estimated_s.map(fmt_time),
+                               per_pass=coll_df.estimated_total_s.map(fmt_time))
+        st.dataframe(shown[["phase", "stage", "collective", "kind", "participants", "nodes",
+                            "message", "count", "each", "per_pass"]], hide_index=True)
+    with st.container(horizontal=True):
+        download_csv(mem_df, "sharding-memory.csv", "Memory CSV", key="dl_sh_mem")
+        download_csv(parts_df, "sharding-time.csv", "Time breakdown CSV", key="dl_sh_time")
+        download_csv(coll_df, "sharding-collectives.csv", "Collectives CSV", key="dl_sh_coll")
+        download_json(json.dumps({"scenario": scn.query, "cluster": hw.name,
+                                  **parallel.shard_report_to_dict(report, True)},
+                                 indent=2, allow_nan=False, default=str).encode("utf-8"),
+                      "sharding.json", "Result JSON", key="dl_sh_json")
+
+elif view == "Scaling":
+    strategies = {"tp": "Tensor parallel", "pp": "Pipeline parallel",
+                  "dp": "Data parallel (weak: batch × devices)", "ep": "Expert parallel (TP = EP)",
+                  "best-tpot": "Best plan for TPOT", "best-throughput": "Best plan per device"}
+    strategy = url_segmented("Strategy", list(strategies), key="sh_strategy", default="tp",
+                             format_func=lambda k: strategies[k])
+    try:
+        with st.spinner("Sweeping the device count…"):
+            pts = run_scaling(scn.model, hw, scn.precision, scn.workload, strategy)
+    except ConfigError as e:
+        st.error(escape_md(e))
+        st.stop()
+    df = pd.DataFrame([{**{k: v for k, v in _plain(p).items() if k != "plan"},
+                        "plan": p.plan.label if p.plan else None} for p in pts])
+    ok = df[df.speedup.notna()]
+    fig = go.Figure()
+    fig.add_scatter(x=df.devices, y=df.ideal_speedup, name="ideal (= devices)",
+                    line=dict(dash="dash", color="#8C8C8C"))
+    fig.add_scatter(x=ok.devices, y=ok.speedup, name="modelled", mode="lines+markers",
+                    line=dict(color="#4C78A8"), text=ok.plan,
+                    hovertemplate="%{x} devices · %{text}<br>speedup %{y:.3g}×<extra></extra>")
+    fig.add_scatter(x=ok.devices, y=ok.efficiency, name="parallel efficiency", yaxis="y2",
+                    mode="lines+markers", line=dict(color="#F58518"),
+                    hovertemplate="%{x} devices<br>efficiency %{y:.0%}<extra></extra>")
+    fig.update_layout(xaxis=dict(title="devices", type="log", dtick=0.30103),
+                      yaxis=dict(title="speedup of aggregate tokens/s vs one device"),
+                      yaxis2=dict(title="efficiency", overlaying="y", side="right",
+                                  rangemode="tozero", tickformat=".0%"),
+                      height=440, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "sharding-scaling")
+    for _, row in df[df.speedup.isna()].iterrows():
+        st.caption(f"{row.devices} devices: {escape_md(row.note)}")
+    st.dataframe(df[["devices", "plan", "tpot_s", "ttft_s", "throughput_tokens_per_s",
+                     "speedup", "efficiency", "communication_share", "fits", "note"]],
+                 hide_index=True)
+    download_csv(df, f"sharding-scaling-{strategy}.csv", "Scaling CSV", key="dl_sh_scaling")
+
+elif view == "Best plan":
+    objectives = {"min_tpot": "Lowest TPOT", "max_throughput_per_device":
+                  "Highest throughput per device"}
+    c1, c2, c3 = st.columns([2, 1, 1])
+    with c1:
+        objective = url_segmented("Objective", list(objectives), key="sh_objective",
+                                  default="min_tpot", format_func=lambda k: objectives[k])
+    with c2:
+        limit = url_number("Max devices", "sh_maxdev", 1, max_dev, max_dev, step=1)
+    with c3:
+        fill = url_toggle("Largest batch that fits", "sh_fill", False,
+                          help="Run each plan at the largest global batch that fits (≤ 1024) "
+                               "instead of the sidebar batch")
+    try:
+        found = run_search(scn.model, hw, scn.precision, scn.workload, objective, int(limit),
+                           bool(fill))
+    except ConfigError as e:
+        st.error(escape_md(e))
+        st.stop()
+    if not found:
+        st.warning("No valid plan fits in memory on this cluster.")
+        st.stop()
+    best = found[0]
+    st.success(f"Best: **{escape_md(best.plan.label)}** on {best.plan.devices} devices, batch "
+               f"{best.batch}: TPOT {fmt_time(best.tpot_s)}, "
+               f"{fmt_rate(best.throughput_per_device)} per device.")
+    st.button("Use this plan", key="sh_use_best", on_click=use_plan, args=(best.plan,))
+    df = pd.DataFrame([{"plan": c.plan.label, "devices": c.plan.devices, "batch": c.batch,
+                        "tpot_s": c.tpot_s, "ttft_s": c.ttft_s,
+                        "throughput_tokens_per_s": c.throughput_tokens_per_s,
+                        "throughput_per_device": c.throughput_per_device,
+                        "memory_bytes_per_device": c.memory_per_device_bytes,
+                        "communication_share": c.communication_share,
+                        "parallel_efficiency": c.parallel_efficiency} for c in found])
+    st.dataframe(df.head(25).assign(
+        tpot=df.tpot_s.map(fmt_time), per_device=df.throughput_per_device.map(fmt_rate),
+        memory=df.memory_bytes_per_device.map(fmt_gb))[
+        ["plan", "devices", "batch", "tpot", "per_device", "memory", "communication_share",
+         "parallel_efficiency"]], hide_index=True)
+    st.caption(f"{len(found)} plans fit (power-of-two degrees and the full cluster; EP options "
+               "for MoE). Ties: fewer devices first for TPOT, lower TPOT for throughput.")
+    download_csv(df, f"sharding-best-{objective}.csv", "Plans CSV", key="dl_sh_best")
+
+elif view == "Published measurements":
+    hw_name, cmp, note = run_published()
+    df = pd.DataFrame([{"row_id": c.measurement.row_id, "series": c.series,
+                        "tp": c.measurement.tp,
+                        "measured_tokens_per_s": c.measurement.decode_tokens_per_s,
+                        "predicted_tokens_per_s": c.predicted_tokens_per_s, "error": c.error,
+                        "measured_speedup": c.measured_speedup,
+                        "predicted_speedup": c.predicted_speedup,
+                        "speedup_error": c.predicted_speedup / c.measured_speedup - 1,
+                        "source": c.measurement.source} for c in cmp])
+    st.caption(escape_md(note) + f" Modelled on {escape_md(hw_name)} (8 devices).")
+    fig = go.Figure()
+    palette = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#9D755D",
+               "#EECA3B"]
+    multi = df.groupby("series").filter(lambda g: len(g) > 1)
+    for i, (series, g) in enumerate(multi.groupby("series", sort=False)):
+        color = palette[i % len(palette)]
+        fig.add_scatter(x=g.tp, y=g.measured_speedup, name=f"{series} · measured",
+                        mode="markers", marker=dict(color=color, size=10), legendgroup=series)
+        fig.add_scatter(x=g.tp, y=g.predicted_speedup, name=f"{series} · modelled",
+                        mode="lines", line=dict(color=color), legendgroup=series)
+    fig.update_layout(xaxis=dict(title="TP degree", type="log", dtick=0.30103),
+                      yaxis_title="decode speedup vs the smallest TP of the series",
+                      height=480, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "sharding-published")
+    rel = df[df.measured_speedup != 1.0]
+    st.markdown(
+        f"Speedup error (modelled / measured − 1): median "
+        f"{fmt_pct(rel.speedup_error.abs().median(), 1)}, worst "
+        f"{fmt_pct(rel.speedup_error.abs().max(), 1)}; absolute tokens/s error median "
+        f"{fmt_pct(df.error.median(), 1)}. The test suite holds every TP speedup within 25 % "
+        f"(Llama-2 70B bf16 within 10 %) and every absolute value within 30 %.")
+    st.dataframe(df.assign(measured=df.measured_tokens_per_s.map(fmt_rate),
+                           modelled=df.predicted_tokens_per_s.map(fmt_rate),
+                           err=df.error.map(lambda e: fmt_pct(e, 1)))[
+        ["row_id", "series", "tp", "measured", "modelled", "err", "measured_speedup",
+         "predicted_speedup", "source"]], hide_index=True)
+    download_csv(df, "sharding-published-tp.csv", "Comparison CSV", key="dl_sh_pub")

@@ -1,0 +1,7 @@
+"""Shared pytest setup. Keep each block small; other suites may add theirs below."""
+
+import logging
+
+# AppTest logs a harmless "missing ScriptRunContext ... bare mode" warning per instance;
+# Streamlit resets logger levels, so the logger is disabled instead (STREAMLIT.md §3.1).
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True

@@ -1,0 +1,46 @@
+"""One-line diagnoses from a report's rows: shares of estimated time only (no physics)."""
+
+from __future__ import annotations
+
+from llmpara_core.analysis import Phase, Report
+
+from .format import fmt_pct
+
+
+def _byte_shares(phase: Phase) -> tuple[float, float]:
+    """Shares of the phase's estimated time spent streaming weights and KV cache in
+    memory-bound operators (each such operator's time split by its bytes)."""
+    total = phase.estimated_s
+    w = kv = 0.0
+    for r in phase.rows:
+        if r.bound != "memory" or r.memory_bytes <= 0:
+            continue
+        w += r.estimated_s * r.weight_bytes / r.memory_bytes
+        kv += r.estimated_s * (r.kv_read_bytes + r.kv_write_bytes) / r.memory_bytes
+    return (w / total, kv / total) if total else (0.0, 0.0)
+
+
+def phase_line(phase: Phase) -> str:
+    """E.g. 'decode is memory-bound: 98 % of its time is in memory-bound operators — 91 %
+    weight streaming, 6 % KV cache traffic'."""
+    if not phase.rows or phase.estimated_s <= 0:
+        return f"{phase.name}: nothing to run"
+    mem = phase.memory_bound_share()
+    if mem >= 0.5:
+        w, kv = _byte_shares(phase)
+        return (f"{phase.name} is memory-bound: {fmt_pct(mem)} of its time is in memory-bound "
+                f"operators — {fmt_pct(w)} weight streaming, {fmt_pct(kv)} KV cache traffic")
+    top = max(phase.rows, key=lambda r: r.estimated_s)
+    return (f"{phase.name} is compute-bound: {fmt_pct(1 - mem)} of its time is in compute-bound "
+            f"operators (largest: {top.name}, {fmt_pct(top.estimated_s / phase.estimated_s)})")
+
+
+def diagnosis(report: Report) -> list[str]:
+    lines = []
+    if report.workload.prompt_len:
+        lines.append(phase_line(report.prefill))
+    if report.decode_steps:
+        lines.append(phase_line(report.decode))
+    if not report.memory.fits:
+        lines.append(f"does not fit: needs {fmt_pct(report.memory.utilisation)} of device memory")
+    return lines

@@ -1,0 +1,261 @@
+"""Shareable links: the scenario's URL keys, how raw query strings are validated, and how a
+scenario state is written back as a complete, versioned query string.
+
+No Streamlit here, so encode -> decode can be tested as an identity.
+
+Link format v=1, keys (every one is written by "Copy link", defaults included):
+
+    model, hardware             preset slugs (names and aliases are accepted when reading)
+    prec                        precision preset (FP16, BF16, W8A8, W4A16, Q4_0, ...)
+    wbits                       bits of every weight tensor (like the CLI's --weight-bits)
+    wattn, wffn, wemb           per-component weight bits: attention, FFN, embedding/LM head
+    abits, kvbits               activation and KV cache bits
+    dtype                       compute data type whose peak the matmuls use (fp16, fp8, ...)
+    batch, prompt, gen          batch size, prompt tokens, generated tokens
+    flash                       FlashAttention (1 or 0)
+
+Hardware overrides, written only when set (absent = the preset's own figure):
+
+    peak_fp32 .. peak_int4      dense peak [TFLOP/s]
+    bw [GB/s], cap [GB], tdp [W], price [USD]
+    eff_compute, eff_memory     achievable fraction of peak compute / bandwidth (0..1]
+    overhead_us                 fixed cost per kernel launch [us]
+
+Reading precedence for weight bits: the preset's bits, then ``wbits`` (all weights), then the
+per-component keys. Unknown keys are ignored; an invalid value falls back to the default and
+produces a warning naming the key.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+from .format import escape_md
+
+FORMAT_VERSION = "1"
+MAX_VALUE_CHARS = 120          # a longer value is never a valid one
+
+# Workload and bit ranges of the sidebar widgets (the core accepts wider ranges).
+BATCH_RANGE = (1, 100_000)
+TOKENS_RANGE = (0, 10_000_000)
+BITS_RANGE = (0.25, 64.0)
+
+DTYPES = ("fp32", "fp16", "fp8", "int8", "int4")
+WEIGHT_COMPONENT_KEYS = ("wattn", "wffn", "wemb")
+
+
+@dataclass(frozen=True)
+class Override:
+    """A hardware override: URL key, label with unit, bounds, and the factor to SI."""
+    key: str
+    label: str
+    lo: float
+    hi: float
+    to_si: float
+    lo_open: bool = True
+
+
+# Factors to SI are the unit definitions of llmpara_core.units (TFLOP/s, GB/s, GB, us).
+OVERRIDES: tuple[Override, ...] = (
+    *(Override(f"peak_{d}", f"Peak {d.upper()} (TFLOP/s)", 0.0, 1e7, 1e12) for d in DTYPES),
+    Override("bw", "Memory bandwidth (GB/s)", 0.0, 1e8, 1e9),
+    Override("cap", "Memory capacity (GB)", 0.0, 1e9, 1e9),
+    Override("tdp", "TDP (W)", 0.0, 1e7, 1.0),
+    Override("price", "Price (USD)", 0.0, 1e10, 1.0, lo_open=False),
+    Override("eff_compute", "Compute efficiency (0-1]", 0.0, 1.0, 1.0),
+    Override("eff_memory", "Bandwidth efficiency (0-1]", 0.0, 1.0, 1.0),
+    Override("overhead_us", "Kernel overhead (us)", 0.0, 1e6, 1e-6, lo_open=False),
+)
+OVERRIDE_KEYS = tuple(o.key for o in OVERRIDES)
+
+SCENARIO_KEYS = ("v", "model", "hardware", "prec", "wbits", *WEIGHT_COMPONENT_KEYS, "abits",
+                 "kvbits", "dtype", "batch", "prompt", "gen", "flash", *OVERRIDE_KEYS)
+"""Every URL key the shared sidebar owns. Page-local widgets must use other keys."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What valid values are: resolvers for preset names (-> canonical value or None) and the
+    precision presets' bits (prec name -> dict of bit fields and dtype)."""
+    resolve_model: Callable[[str], str | None]
+    resolve_hardware: Callable[[str], str | None]
+    resolve_precision: Callable[[str], str | None]
+    precision_bits: Callable[[str], dict]
+    default_model: str
+    default_hardware: str
+    default_precision: str = "FP16"
+
+
+def defaults(cat: Catalog) -> dict:
+    """The scenario state when the URL says nothing."""
+    state = {"v": FORMAT_VERSION, "model": cat.default_model, "hardware": cat.default_hardware,
+             "prec": cat.default_precision, "batch": 1, "prompt": 2048, "gen": 256,
+             "flash": True}
+    state.update(cat.precision_bits(cat.default_precision))
+    state.update({k: None for k in OVERRIDE_KEYS})
+    return state
+
+
+def show_value(raw: str) -> str:
+    """A raw URL value made safe to quote in a message: control characters visible, length
+    capped, markdown and HTML escaped (the message is rendered as markdown)."""
+    text = repr(str(raw))[1:-1]
+    text = text if len(text) <= 40 else text[:37] + "..."
+    return escape_md(text)
+
+
+def parse_int(raw: str, lo: int, hi: int) -> int | None:
+    """An integer in [lo, hi] from a URL value ("8", "8.0" and "1e3" accepted), else None."""
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(v) or not v.is_integer() or not lo <= v <= hi:
+        return None
+    return int(v)
+
+
+def parse_float(raw: str, lo: float, hi: float, lo_open: bool = False) -> float | None:
+    """A finite number in [lo, hi] (or (lo, hi]) from a URL value, else None."""
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(v) or v > hi or v < lo or (lo_open and v == lo):
+        return None
+    return v
+
+
+def parse_bool(raw: str) -> bool | None:
+    s = str(raw).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
+def _last(values) -> str:
+    if isinstance(values, (list, tuple)):
+        return str(values[-1]) if values else ""
+    return str(values)
+
+
+def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str]]:
+    """Validate a raw query mapping (value: str or list of str, last one wins) into a complete
+    scenario state, and the warnings for every key that had to fall back to its default."""
+    state = defaults(cat)
+    warnings: list[str] = []
+    got = {k: _last(v) for k, v in raw.items() if k in SCENARIO_KEYS}
+
+    def bad(key: str, why: str, fallback) -> None:
+        shown = "(empty)" if fallback is None else fallback
+        warnings.append(f"Link parameter `{key}`: {why}; using {shown}.")
+
+    for key, value in list(got.items()):
+        if len(value) > MAX_VALUE_CHARS:
+            bad(key, "value too long", state.get(key))
+            del got[key]
+
+    if "v" in got and got["v"] != FORMAT_VERSION:
+        warnings.append(f"Link format `v={show_value(got['v'])}` is not known to this version; "
+                        f"reading the link as v={FORMAT_VERSION}.")
+    for key, resolve, what in (("model", cat.resolve_model, "model preset"),
+                               ("hardware", cat.resolve_hardware, "hardware preset")):
+        if key in got:
+            found = resolve(got[key])
+            if found is None:
+                bad(key, f"unknown {what} '{show_value(got[key])}'", state[key])
+            else:
+                state[key] = found
+    if "prec" in got:
+        found = cat.resolve_precision(got["prec"])
+        if found is None:
+            bad("prec", f"unknown precision preset '{show_value(got['prec'])}'", state["prec"])
+        else:
+            state["prec"] = found
+    state.update(cat.precision_bits(state["prec"]))
+
+    lo, hi = BITS_RANGE
+    if "wbits" in got:
+        v = parse_float(got["wbits"], lo, hi)
+        if v is None:
+            bad("wbits", f"'{show_value(got['wbits'])}' is not a number of bits in [{lo:g}, {hi:g}]",
+                state["wbits"])
+        else:
+            state.update({"wbits": v, **{k: v for k in WEIGHT_COMPONENT_KEYS}})
+    for key in (*WEIGHT_COMPONENT_KEYS, "abits", "kvbits"):
+        if key in got:
+            v = parse_float(got[key], lo, hi)
+            if v is None:
+                bad(key, f"'{show_value(got[key])}' is not a number of bits in [{lo:g}, {hi:g}]",
+                    state[key])
+            else:
+                state[key] = v
+    if "dtype" in got:
+        d = got["dtype"].strip().lower()
+        if d == "bf16":
+            d = "fp16"
+        if d in DTYPES:
+            state["dtype"] = d
+        else:
+            bad("dtype", f"'{show_value(got['dtype'])}' is not one of {', '.join(DTYPES)}",
+                state["dtype"])
+
+    for key, (lo_i, hi_i) in (("batch", BATCH_RANGE), ("prompt", TOKENS_RANGE),
+                              ("gen", TOKENS_RANGE)):
+        if key in got:
+            v = parse_int(got[key], lo_i, hi_i)
+            if v is None:
+                bad(key, f"'{show_value(got[key])}' is not an integer in [{lo_i}, {hi_i}]",
+                    state[key])
+            else:
+                state[key] = v
+    if state["prompt"] + state["gen"] < 1:
+        warnings.append("Link parameters `prompt` and `gen` are both 0; using gen=1.")
+        state["gen"] = 1
+    if "flash" in got:
+        v = parse_bool(got["flash"])
+        if v is None:
+            bad("flash", f"'{show_value(got['flash'])}' is not 1 or 0", int(state["flash"]))
+        else:
+            state["flash"] = v
+
+    for o in OVERRIDES:
+        if o.key in got and got[o.key] != "":
+            v = parse_float(got[o.key], o.lo, o.hi, o.lo_open)
+            if v is None:
+                bound = f"({o.lo:g}" if o.lo_open else f"[{o.lo:g}"
+                bad(o.key, f"'{show_value(got[o.key])}' is not a number in {bound}, {o.hi:g}]",
+                    "the preset's value")
+            else:
+                state[o.key] = v
+    return state, warnings
+
+
+def format_number(v: float | int) -> str:
+    """Shortest text that reads back as the same number ("16", "4.5", "0.001")."""
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int):
+        return str(v)
+    f = float(v)
+    return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
+
+
+def to_query(state: Mapping[str, object]) -> dict[str, str]:
+    """The complete query of a scenario state, in a fixed key order; unset overrides omitted."""
+    out: dict[str, str] = {"v": FORMAT_VERSION}
+    for key in SCENARIO_KEYS[1:]:
+        v = state.get(key)
+        if v is None:
+            continue
+        out[key] = v if isinstance(v, str) else format_number(v)
+    return out
+
+
+def query_string(pairs: Iterable[tuple[str, str]]) -> str:
+    from urllib.parse import urlencode
+    return urlencode(list(pairs), doseq=False)

@@ -1,0 +1,562 @@
+"""The shared scenario: sidebar widgets, URL <-> state, and ``get_scenario()`` for every page.
+
+Pages use::
+
+    from ui.scenario import get_scenario, url_selectbox
+    scn = get_scenario()            # .model .hardware (overrides applied) .precision .workload .query
+    view = url_selectbox("View", ["a", "b"], key="myview")   # page-local, URL-bound, validated
+
+The sidebar keys (``ui.links.SCENARIO_KEYS``) are synced to the URL by hand (read and validated
+once per session, written back complete on every run), so links always carry every key and a
+bad value gives a visible warning. Page-local widgets use ``bind="query-params"`` through the
+``url_*`` helpers here, which warn about invalid link values before Streamlit drops them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+from llmpara_core.errors import ConfigError, PresetNotFoundError
+from llmpara_core.hardware import Efficiency, Hardware
+from llmpara_core.model import Model
+from llmpara_core.precision import PRECISION_PRESETS, DType, Precision
+from llmpara_core.presets import find_preset, list_presets, load_hardware, load_model
+from llmpara_core.roofline import rates
+from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, S_PER_US
+from llmpara_core.workload import Workload
+
+from . import links
+from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
+from .links import (BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE,
+                    WEIGHT_COMPONENT_KEYS, Catalog, format_number, parse_query, to_query)
+
+DEFAULT_MODELS = ("llama-3-8b", "Llama-3 8B", "Llama-3.1 8B", "meta-llama-3-8b")
+DEFAULT_HARDWARE = ("nvidia-h100-sxm", "NVIDIA H100 SXM", "H100 SXM")
+
+_LOADED = "_url_loaded"
+_WARNINGS = "_url_warnings"
+_PAGE_LINK = "_page_link_params"
+_CUSTOM = "_custom_model"
+_SOURCE = "_model_source"
+SOURCE_PRESET, SOURCE_CONFIG = "Preset", "config.json"
+IMAGE_FORMAT = "_chart_image_format"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything a page needs to analyse the sidebar's scenario.
+
+    ``hardware`` has the sidebar's overrides applied (``base_hardware`` is the untouched
+    preset); ``query`` is the complete URL query of the scenario (``ui.links`` format)."""
+    model: Model
+    hardware: Hardware
+    precision: Precision
+    workload: Workload
+    query: dict = field(compare=False, hash=False)
+    model_slug: str = ""
+    hardware_slug: str = ""
+    precision_preset: str = "FP16"
+    base_hardware: Hardware | None = field(default=None, compare=False)
+    overrides: tuple[tuple[str, float], ...] = ()
+    custom_model: bool = False
+
+    @property
+    def label(self) -> str:
+        """One line naming the scenario (plain text)."""
+        w = self.workload
+        return (f"{self.model.name} · {self.hardware.name} · {self.precision.name} · "
+                f"batch {w.batch} · prompt {w.prompt_len} · gen {w.gen_len}")
+
+
+# ---- catalogue ------------------------------------------------------------------------------
+
+def _resolver(kind: str) -> Callable[[str], str | None]:
+    def resolve(name: str) -> str | None:
+        try:
+            return find_preset(kind, name).slug
+        except (PresetNotFoundError, ConfigError):
+            return None
+    return resolve
+
+
+def _resolve_precision(name: str) -> str | None:
+    for key in PRECISION_PRESETS:
+        if key.lower() == str(name).strip().lower():
+            return key
+    return None
+
+
+def precision_bits(name: str) -> dict:
+    """The sidebar's bit fields for a precision preset (``wbits`` = the FFN weights' bits)."""
+    p = PRECISION_PRESETS[name]
+    return {"wbits": p.weight_ffn_bits, "wattn": p.weight_attn_bits, "wffn": p.weight_ffn_bits,
+            "wemb": p.weight_embed_bits, "abits": p.activation_bits, "kvbits": p.kv_bits,
+            "dtype": p.compute_dtype.value}
+
+
+def _first_found(kind: str, candidates: Sequence[str]) -> str:
+    resolve = _resolver(kind)
+    for c in candidates:
+        slug = resolve(c)
+        if slug:
+            return slug
+    infos = [i for i in list_presets(kind) if not i.draft] or list(list_presets(kind))
+    if not infos:
+        raise ConfigError(f"no {kind} presets found in presets/{kind}/")
+    return infos[0].slug
+
+
+def catalog() -> Catalog:
+    return Catalog(resolve_model=_resolver("models"), resolve_hardware=_resolver("hardware"),
+                   resolve_precision=_resolve_precision, precision_bits=precision_bits,
+                   default_model=_first_found("models", DEFAULT_MODELS),
+                   default_hardware=_first_found("hardware", DEFAULT_HARDWARE))
+
+
+def model_options() -> list[str]:
+    """Model preset slugs, grouped by family (the label starts with it), then by name."""
+    infos = sorted(list_presets("models"), key=lambda i: (i.draft, i.category.lower(),
+                                                          i.name.lower()))
+    return [i.slug for i in infos]
+
+
+def hardware_options() -> list[str]:
+    infos = sorted(list_presets("hardware"), key=lambda i: (i.category, i.name.lower()))
+    return [i.slug for i in infos]
+
+
+@functools.lru_cache(maxsize=4096)
+def preset_label(kind: str, slug: str) -> str:
+    """'family · name' (models) or 'class · name' (hardware) for selectboxes; search matches
+    both parts."""
+    for i in list_presets(kind):
+        if i.slug == slug:
+            group = i.category or "other"
+            return f"{group} · {i.name}" + (" (draft)" if i.draft else "")
+    return slug
+
+
+def model_label(slug: str) -> str:
+    return preset_label("models", slug)
+
+
+def hardware_label(slug: str) -> str:
+    return preset_label("hardware", slug)
+
+
+# ---- state <-> URL --------------------------------------------------------------------------
+
+def ensure_state() -> None:
+    """Read and validate the URL once per session into ``st.session_state``."""
+    ss = st.session_state
+    if ss.get(_LOADED):
+        return
+    try:
+        cat = catalog()
+    except ConfigError as e:
+        st.error(f"Presets could not be loaded: {escape_md(e)}")
+        st.stop()
+    raw = {k: st.query_params.get_all(k) for k in st.query_params}
+    state, warnings = parse_query(raw, cat)
+    for k, v in state.items():
+        ss[k] = v
+    ss[_WARNINGS] = list(warnings)
+    ss.setdefault(_SOURCE, SOURCE_PRESET)
+    ss.setdefault(IMAGE_FORMAT, "png")
+    ss[_LOADED] = True
+
+
+def current_state() -> dict:
+    ss = st.session_state
+    return {k: ss.get(k) for k in SCENARIO_KEYS}
+
+
+def sync_url() -> None:
+    """Write the complete scenario query into the URL (only the keys that changed)."""
+    want = to_query(current_state())
+    qp = st.query_params
+    changes = {k: v for k, v in want.items() if qp.get_all(k) != [v]}
+    if changes:
+        qp.update(changes)
+    for k in links.OVERRIDE_KEYS:
+        if k not in want and k in qp:
+            del qp[k]
+
+
+def add_warning(message: str) -> None:
+    """A link problem shown at the top of the page until dismissed (markdown-safe text)."""
+    lst = st.session_state.setdefault(_WARNINGS, [])
+    if message not in lst:
+        lst.append(message)
+
+
+def link_warnings() -> list[str]:
+    return list(st.session_state.get(_WARNINGS, []))
+
+
+def _dismiss_warnings() -> None:
+    st.session_state[_WARNINGS] = []
+
+
+def render_link_warnings() -> None:
+    msgs = link_warnings()
+    if not msgs:
+        return
+    for m in msgs:
+        st.warning(m, icon=":material/link_off:")
+    st.button("Dismiss link warnings", key="_dismiss_link_warnings", on_click=_dismiss_warnings)
+
+
+# ---- building the scenario ------------------------------------------------------------------
+
+def _overrides(state: dict) -> tuple[tuple[str, float], ...]:
+    return tuple((o.key, float(state[o.key])) for o in OVERRIDES if state.get(o.key) is not None)
+
+
+def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...]) -> Hardware:
+    """The preset with the sidebar's edits (unit conversion only; the core validates)."""
+    if not overrides:
+        return hw
+    o = dict(overrides)
+    changes: dict[str, Any] = {}
+    for d in DTYPES:
+        if f"peak_{d}" in o:
+            changes[f"peak_{d}_flops_per_s"] = o[f"peak_{d}"] * FLOPS_PER_TFLOP
+    if "bw" in o:
+        changes["memory_bandwidth_bytes_per_s"] = o["bw"] * BYTES_PER_GB
+    if "cap" in o:
+        changes["memory_capacity_bytes"] = o["cap"] * BYTES_PER_GB
+    if "tdp" in o:
+        changes["tdp_w"] = o["tdp"]
+    if "price" in o:
+        changes["price_usd"] = o["price"]
+    if {"eff_compute", "eff_memory", "overhead_us"} & o.keys():
+        eff = hw.effective_efficiency
+        changes["efficiency"] = Efficiency(
+            o.get("eff_compute", eff.compute), o.get("eff_memory", eff.memory),
+            o["overhead_us"] * S_PER_US if "overhead_us" in o else eff.kernel_overhead_s)
+    return replace(hw, name=f"{hw.name} (edited)", **changes)
+
+
+def build_precision(state: dict) -> Precision:
+    base = PRECISION_PRESETS[state["prec"]]
+    p = replace(base, weight_attn_bits=float(state["wattn"]),
+                weight_ffn_bits=float(state["wffn"]), weight_embed_bits=float(state["wemb"]),
+                activation_bits=float(state["abits"]), kv_bits=float(state["kvbits"]),
+                compute_dtype=DType(state["dtype"]))
+    return p if p == base else replace(p, name="custom")
+
+
+@functools.lru_cache(maxsize=128)
+def _build(items: tuple, custom: Model | None) -> Scenario:
+    state = dict(items)
+    model = custom if custom is not None else load_model(state["model"])
+    base_hw = load_hardware(state["hardware"])
+    ov = _overrides(state)
+    wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
+                  gen_len=int(state["gen"]), flash_attention=bool(state["flash"]))
+    return Scenario(model, apply_overrides(base_hw, ov), build_precision(state), wl,
+                    to_query(state), state["model"], state["hardware"], state["prec"], base_hw,
+                    ov, custom is not None)
+
+
+def _custom_model() -> Model | None:
+    ss = st.session_state
+    return ss.get(_CUSTOM) if ss.get(_SOURCE) == SOURCE_CONFIG else None
+
+
+def try_scenario() -> tuple[Scenario | None, str | None]:
+    """(scenario, None) or (None, error message) for the current state."""
+    ensure_state()
+    state = current_state()
+    try:
+        return _build(tuple(state.items()), _custom_model()), None
+    except ConfigError as e:
+        return None, str(e)
+
+
+def get_scenario() -> Scenario:
+    """The sidebar's scenario. On an invalid scenario it shows the core's message and stops
+    the page (never a traceback)."""
+    scn, err = try_scenario()
+    if scn is None:
+        st.error(f"This scenario cannot be analysed: {escape_md(err)}")
+        st.stop()
+    return scn
+
+
+# ---- sidebar --------------------------------------------------------------------------------
+
+def _on_hardware_change() -> None:
+    for o in OVERRIDES:
+        st.session_state[o.key] = None
+
+
+def _on_precision_change() -> None:
+    st.session_state.update(precision_bits(st.session_state["prec"]))
+
+
+def _on_wbits_change() -> None:
+    v = st.session_state.get("wbits")
+    if v is not None:
+        for k in WEIGHT_COMPONENT_KEYS:
+            st.session_state[k] = v
+
+
+def _reset_overrides() -> None:
+    _on_hardware_change()
+
+
+def _use_config(text: bytes, name: str) -> None:
+    from .compute import model_from_config
+    ss = st.session_state
+    try:
+        ss[_CUSTOM] = model_from_config(text, name)
+        ss["_custom_model_error"] = None
+    except ConfigError as e:
+        ss[_CUSTOM] = None
+        ss["_custom_model_error"] = str(e)
+
+
+def _model_section() -> None:
+    ss = st.session_state
+    st.radio("Model source", [SOURCE_PRESET, SOURCE_CONFIG], key=_SOURCE, horizontal=True,
+             help="A preset, or any Hugging Face config.json (uploaded or pasted).")
+    if ss[_SOURCE] == SOURCE_PRESET:
+        st.selectbox("Model preset", model_options(), key="model", format_func=model_label,
+                     help="Type to search; grouped by family.")
+        return
+    up = st.file_uploader("Upload config.json", type=["json"], key="_config_upload",
+                          max_upload_size=2)
+    if up is not None:
+        data = up.getvalue()
+        if ss.get("_config_upload_id") != (up.file_id, len(data)):
+            ss["_config_upload_id"] = (up.file_id, len(data))
+            _use_config(data, up.name.removesuffix(".json") if up.name != "config.json"
+                        else "uploaded model")
+    with st.form("_paste_config", border=False):
+        text = st.text_area("…or paste config.json", key="_config_text", height=120)
+        name = st.text_input("Name", key="_config_name", placeholder="my-model")
+        if st.form_submit_button("Use pasted config"):
+            _use_config(text.encode("utf-8"), name.strip() or "pasted model")
+    err = ss.get("_custom_model_error")
+    if err:
+        st.error(f"config.json rejected: {escape_md(err)}")
+    if ss.get(_CUSTOM) is None:
+        st.info("No config loaded yet; the preset "
+                f"'{escape_md(model_label(ss['model']))}' is used.")
+
+
+def _model_details(model: Model, custom: bool) -> None:
+    feats = [k for k, v in model.features.items() if v]
+    st.caption("Detected: " + (escape_md(", ".join(feats)) if feats else "dense MHA"))
+    if model.warnings:
+        if custom:
+            for w in model.warnings:
+                st.warning(escape_md(w))
+        else:
+            with st.expander(f"Preset notes ({len(model.warnings)})"):
+                for w in model.warnings:
+                    st.caption(escape_md(w))
+
+
+def _hardware_section(scn: Scenario | None) -> None:
+    ss = st.session_state
+    st.selectbox("Hardware preset", hardware_options(), key="hardware",
+                 format_func=hardware_label, on_change=_on_hardware_change,
+                 help="Type to search; grouped by class.")
+    try:
+        base = load_hardware(ss["hardware"])
+    except ConfigError as e:
+        st.error(escape_md(e))
+        return
+    hw = scn.hardware if scn is not None else base
+    if scn is not None:
+        r = rates(hw, scn.precision.compute_dtype, estimated=False)
+        st.caption(f"{r.dtype_used.value} peak {fmt_flops_per_s(r.flops_per_s)} · "
+                   f"{fmt_bandwidth(hw.memory_bandwidth_bytes_per_s)} · "
+                   f"{fmt_bytes(hw.memory_capacity_bytes)} (GB = 10⁹ B) · "
+                   f"ridge {sig(r.ridge_flops_per_byte)} FLOP/B")
+    n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
+    if n_over:
+        st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active")
+    with st.expander("Edit hardware"):
+        st.caption("Blank = the preset's value (shown greyed). Overrides drive every page.")
+        eff = base.effective_efficiency
+        preset_vals = {f"peak_{d}": base.peak_flops_per_s_raw(DType(d)) for d in DTYPES}
+        preset_vals.update(bw=base.memory_bandwidth_bytes_per_s, cap=base.memory_capacity_bytes,
+                           tdp=base.tdp_w, price=base.price_usd, eff_compute=eff.compute,
+                           eff_memory=eff.memory, overhead_us=eff.kernel_overhead_s)
+        for o in OVERRIDES:
+            pv = preset_vals[o.key]
+            shown = "none" if pv is None else format_number(
+                float(f"{pv / o.to_si:.6g}"))
+            st.number_input(o.label, min_value=o.lo + (1e-9 if o.lo_open else 0.0),
+                            max_value=o.hi, value=None, key=o.key, format="%g",
+                            placeholder=f"preset: {shown}", step=None)
+        if n_over:
+            st.button("Reset to preset", key="_reset_hw", on_click=_reset_overrides)
+        if base.memory_tiers:
+            st.caption("This device has memory tiers; the tier pages edit those.")
+
+
+def _precision_section() -> None:
+    lo, hi = BITS_RANGE
+    st.selectbox("Precision preset", list(PRECISION_PRESETS), key="prec",
+                 on_change=_on_precision_change,
+                 help="Fills the bit fields below; edit them to go custom.")
+    c1, c2, c3 = st.columns(3)
+    c1.number_input("Weight bits", lo, hi, key="wbits", step=0.5, format="%g",
+                    on_change=_on_wbits_change, help="Sets every weight component below.")
+    c2.number_input("Act. bits", lo, hi, key="abits", step=0.5, format="%g",
+                    help="Activation bits")
+    c3.number_input("KV bits", lo, hi, key="kvbits", step=0.5, format="%g",
+                    help="KV cache bits")
+    with st.expander("Per-component weights & compute type"):
+        st.number_input("Attention weights (bits)", lo, hi, key="wattn", step=0.5, format="%g")
+        st.number_input("FFN / expert weights (bits)", lo, hi, key="wffn", step=0.5, format="%g")
+        st.number_input("Embedding / LM head (bits)", lo, hi, key="wemb", step=0.5, format="%g")
+        st.selectbox("Compute data type", list(DTYPES), key="dtype",
+                     help="Selects the hardware peak the matmuls run at (bf16 = fp16).")
+
+
+def _workload_section() -> None:
+    c1, c2, c3 = st.columns(3)
+    c1.number_input("Batch", *BATCH_RANGE, key="batch", step=1)
+    c2.number_input("Prompt", *TOKENS_RANGE, key="prompt", step=256, help="Prompt tokens")
+    c3.number_input("Generate", *TOKENS_RANGE, key="gen", step=64, help="Generated tokens")
+    st.toggle("FlashAttention (fused)", key="flash")
+
+
+def render_sidebar() -> st.delta_generator.DeltaGenerator:
+    """The shared scenario widgets. Returns an empty sidebar container that the entrypoint
+    fills with the share link after the page ran (so it includes the page's own keys)."""
+    ensure_state()
+    st.session_state[_PAGE_LINK] = {}
+    with st.sidebar:
+        share = st.container()
+        st.subheader("Model", divider="gray")
+        _model_section()
+        scn, err = try_scenario()
+        if scn is not None:
+            _model_details(scn.model, scn.custom_model)
+        st.subheader("Hardware", divider="gray")
+        _hardware_section(scn)
+        st.subheader("Precision", divider="gray")
+        _precision_section()
+        st.subheader("Workload", divider="gray")
+        _workload_section()
+        with st.expander("Display"):
+            st.radio("Chart download format", ["png", "svg"], key=IMAGE_FORMAT,
+                     horizontal=True, help="Format of the camera button on every chart.")
+    sync_url()
+    return share
+
+
+def render_share_link(container) -> None:
+    """'Copy link': the current page's URL with every scenario key spelled out (v=1) plus the
+    page's own settings."""
+    scn, _ = try_scenario()
+    pairs = list(to_query(current_state()).items())
+    for k, v in st.session_state.get(_PAGE_LINK, {}).items():
+        for item in (v if isinstance(v, list) else [v]):
+            pairs.append((k, item))
+    base = st.context.url or ""
+    link = f"{base}?{links.query_string(pairs)}"
+    with container:
+        with st.expander("🔗 Copy link", expanded=False):
+            st.code(link, language=None, wrap_lines=True)
+            st.caption("Every parameter is spelled out (link format v=1), so the link keeps its "
+                       "meaning when defaults change.")
+            if scn is not None and scn.custom_model:
+                st.warning("The link names the preset "
+                           f"'{escape_md(model_label(st.session_state['model']))}'; an uploaded "
+                           "config.json cannot travel in a link.")
+
+
+# ---- page-local, URL-bound widgets ----------------------------------------------------------
+
+def register_link_param(key: str, value: str | list[str]) -> None:
+    """Add a page-local setting to the 'Copy link' URL."""
+    st.session_state.setdefault(_PAGE_LINK, {})[key] = value
+
+
+def _check_url(key: str, ok: Callable[[list[str]], bool], expected: str) -> None:
+    raws = st.query_params.get_all(key)
+    if raws and not ok(raws):
+        shown = links.show_value(raws[-1])
+        add_warning(f"Link parameter `{key}`: '{shown}' is not {expected}; using the default.")
+
+
+def url_selectbox(label: str, options: Sequence, key: str, default=None,
+                  format_func: Callable[[Any], str] = str, **kwargs):
+    """A selectbox bound to the URL parameter ``key`` (the URL holds ``format_func(option)``);
+    an invalid link value falls back to ``default`` with a warning."""
+    opts = list(options)
+    labels = [format_func(o) for o in opts]
+    _check_url(key, lambda raws: raws[-1] in labels, "one of the options")
+    index = opts.index(default) if default in opts else 0
+    value = st.selectbox(label, opts, index=index, key=key, format_func=format_func,
+                         bind="query-params", **kwargs)
+    register_link_param(key, format_func(value))
+    return value
+
+
+def url_segmented(label: str, options: Sequence, key: str, default,
+                  format_func: Callable[[Any], str] = str, **kwargs):
+    """A segmented control (single choice, never empty) bound to the URL parameter ``key``."""
+    opts = list(options)
+    labels = [format_func(o) for o in opts]
+    _check_url(key, lambda raws: raws[-1] in labels, "one of the options")
+    value = st.segmented_control(label, opts, default=default, key=key, format_func=format_func,
+                                 bind="query-params", required=True, **kwargs)
+    if value is None:
+        value = default
+    register_link_param(key, format_func(value))
+    return value
+
+
+def url_multiselect(label: str, options: Sequence, key: str, default: Sequence = (),
+                    format_func: Callable[[Any], str] = str, **kwargs) -> list:
+    opts = list(options)
+    labels = set(format_func(o) for o in opts)
+    _check_url(key, lambda raws: all(r in labels for r in raws), "a list of known options")
+    value = st.multiselect(label, opts, default=list(default), key=key, format_func=format_func,
+                           bind="query-params", **kwargs)
+    register_link_param(key, [format_func(v) for v in value])
+    return value
+
+
+def url_number(label: str, key: str, min_value, max_value, value, **kwargs):
+    """A number input bound to the URL; an invalid or out-of-range link value gives a
+    warning."""
+    is_int = isinstance(value, int)
+
+    def ok(raws: list[str]) -> bool:
+        return (links.parse_int(raws[-1], min_value, max_value) if is_int else
+                links.parse_float(raws[-1], min_value, max_value)) is not None
+
+    _check_url(key, ok, f"a number in [{min_value}, {max_value}]")
+    v = st.number_input(label, min_value, max_value, value, key=key, bind="query-params",
+                        **kwargs)
+    register_link_param(key, format_number(v))
+    return v
+
+
+def url_toggle(label: str, key: str, value: bool = False, **kwargs) -> bool:
+    _check_url(key, lambda raws: raws[-1] in ("true", "false"), "true or false")
+    v = st.toggle(label, value=value, key=key, bind="query-params", **kwargs)
+    register_link_param(key, "true" if v else "false")
+    return v
+
+
+def chart_config(filename: str) -> dict:
+    """Plotly config for st.plotly_chart: the camera button downloads PNG or SVG (sidebar
+    'Display' setting)."""
+    fmt = st.session_state.get(IMAGE_FORMAT, "png")
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": fmt, "filename": filename, "scale": 2}}

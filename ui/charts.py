@@ -87,8 +87,16 @@ def roofline_figure(hw: Hardware, report: Report, estimated: bool) -> tuple[go.F
     grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 200)
 
     fig = go.Figure()
+    same_ridge: dict[tuple[float, float], list[str]] = {}
+    for d, r in all_rates.items():
+        same_ridge.setdefault((r.ridge_flops_per_byte, r.flops_per_s), []).append(d.value)
+    labelled: set[tuple[float, float]] = set()
     for d, r in all_rates.items():
         is_used = d is used.dtype_used
+        point = (r.ridge_flops_per_byte, r.flops_per_s)
+        label = "" if point in labelled else (
+            f"ridge {'/'.join(same_ridge[point])} {sig(r.ridge_flops_per_byte)}")
+        labelled.add(point)
         fig.add_trace(go.Scatter(
             x=grid, y=attainable_flops_per_s(grid, r), mode="lines",
             name=f"{d.value} roof ({fmt_flops_per_s(r.flops_per_s)})" + (" · in use" if is_used else ""),
@@ -99,7 +107,7 @@ def roofline_figure(hw: Hardware, report: Report, estimated: bool) -> tuple[go.F
         fig.add_trace(go.Scatter(
             x=[r.ridge_flops_per_byte], y=[r.flops_per_s], mode="markers+text",
             marker=dict(symbol="diamond", size=9, color="#636EFA" if is_used else "#7F7F7F"),
-            text=[f"ridge {d.value} {sig(r.ridge_flops_per_byte)}"], textposition="top left",
+            text=[label], textposition="top left",
             showlegend=False, legendgroup="roofs",
             hovertemplate=(f"ridge point ({d.value}): {sig(r.ridge_flops_per_byte)} FLOP/B"
                            "<extra></extra>")))
@@ -123,6 +131,17 @@ def roofline_figure(hw: Hardware, report: Report, estimated: bool) -> tuple[go.F
         "ridges": ridges, "hidden": hidden, "used": used}
 
 
+def _vline_log(fig: go.Figure, x: float, text: str, dash: str, color: str | None,
+               y_top: float) -> None:
+    """A vertical marker line on a log x axis, drawn as a trace: layout annotations on log axes
+    take log10 coordinates, and ``add_vline(annotation_text=...)`` would stretch the axis to
+    10**x."""
+    fig.add_trace(go.Scatter(x=[x, x], y=[0, y_top], mode="lines+text", text=["", text],
+                             textposition="top right" if color else "top left",
+                             line=dict(dash=dash, width=1.5, color=color or "#7F7F7F"),
+                             hoverinfo="skip", showlegend=False))
+
+
 def crossover_figure(samples: Sequence[tuple[int, float]], crossover: int | None,
                      max_batch_fit: int | None) -> go.Figure:
     b = [s[0] for s in samples]
@@ -132,13 +151,12 @@ def crossover_figure(samples: Sequence[tuple[int, float]], crossover: int | None
                                              "<extra></extra>"))
     fig.add_hline(y=50, line_dash="dot", annotation_text="50 %")
     if crossover:
-        fig.add_vline(x=crossover, line_dash="dash", annotation_text=f"crossover {crossover}")
+        _vline_log(fig, crossover, f"crossover {crossover:,}", "dash", None, 100)
     if max_batch_fit:
-        fig.add_vline(x=max_batch_fit, line_dash="dot", line_color="#E45756",
-                      annotation_text=f"largest batch that fits {max_batch_fit}",
-                      annotation_position="bottom right")
+        _vline_log(fig, max_batch_fit, f"largest batch that fits {max_batch_fit:,}", "dot",
+                   "#E45756", 92)
     fig.update_xaxes(type="log", title="Batch size", dtick=math.log10(2) if len(b) < 8 else 1)
-    fig.update_yaxes(title="Decode time in memory-bound operators (%)", range=[0, 105])
+    fig.update_yaxes(title="Decode time in memory-bound operators (%)", range=[0, 110])
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), showlegend=False)
     return fig
 
@@ -210,8 +228,8 @@ def memory_bar(parts: Sequence[tuple[str, float, str]], capacity: float, unit: f
     fig.add_vline(x=capacity / unit, line_dash="dash", line_color="#E45756",
                   annotation_text=f"capacity {capacity / unit:.4g} {unit_name}",
                   annotation_position="top")
-    fig.update_layout(barmode="stack", height=220, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h"))
+    fig.update_layout(barmode="stack", height=230, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     fig.update_xaxes(title=unit_name)
     fig.update_yaxes(showticklabels=False)
     return fig
@@ -236,9 +254,11 @@ def kv_growth_figure(curve: Sequence[tuple[int, float]], weights: float, activat
                                             ", total %{customdata:.4g} " + unit_name +
                                             "<extra></extra>")))
     fig.add_hline(y=capacity / unit, line_dash="dash", line_color="#E45756",
-                  annotation_text=f"device capacity {capacity / unit:.4g} {unit_name}")
+                  annotation_text=f"device capacity {capacity / unit:.4g} {unit_name}",
+                  annotation_position="top left")
     if 0 < prompt < ctx[-1]:
-        fig.add_vline(x=prompt, line_dash="dot", annotation_text="end of prompt")
+        fig.add_vline(x=prompt, line_dash="dot", annotation_text="end of prompt",
+                      annotation_position="bottom right")
     fig.update_layout(title="Memory over the sequence (all sequences of the batch)", height=400,
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="Context length (tokens per sequence)")

@@ -42,6 +42,7 @@ _WARNINGS = "_url_warnings"
 _PAGE_LINK = "_page_link_params"
 _CUSTOM = "_custom_model"
 _SOURCE = "_model_source"
+_PRESET_MODEL = "_preset_model"
 SOURCE_PRESET, SOURCE_CONFIG = "Preset", "config.json"
 IMAGE_FORMAT = "_chart_image_format"
 
@@ -119,8 +120,7 @@ def catalog() -> Catalog:
 
 def model_options() -> list[str]:
     """Model preset slugs, grouped by family (the label starts with it), then by name."""
-    infos = sorted(list_presets("models"), key=lambda i: (i.draft, i.category.lower(),
-                                                          i.name.lower()))
+    infos = sorted(list_presets("models"), key=lambda i: (i.category.lower(), i.name.lower()))
     return [i.slug for i in infos]
 
 
@@ -136,7 +136,7 @@ def preset_label(kind: str, slug: str) -> str:
     for i in list_presets(kind):
         if i.slug == slug:
             group = i.category or "other"
-            return f"{group} · {i.name}" + (" (draft)" if i.draft else "")
+            return f"{group} · {i.name}"
     return slug
 
 
@@ -324,6 +324,11 @@ def _use_config(text: bytes, name: str) -> None:
 
 def _model_section() -> None:
     ss = st.session_state
+    # The preset selectbox is not drawn while a config.json is used, and Streamlit drops the
+    # state of widgets it does not draw: keep the preset slug in a shadow key.
+    if ss.get("model") is None:
+        ss["model"] = ss.get(_PRESET_MODEL) or catalog().default_model
+    ss[_PRESET_MODEL] = ss["model"]
     st.radio("Model source", [SOURCE_PRESET, SOURCE_CONFIG], key=_SOURCE, horizontal=True,
              help="A preset, or any Hugging Face config.json (uploaded or pasted).")
     if ss[_SOURCE] == SOURCE_PRESET:
@@ -468,7 +473,7 @@ def render_share_link(container) -> None:
     base = st.context.url or ""
     link = f"{base}?{links.query_string(pairs)}"
     with container:
-        with st.expander("🔗 Copy link", expanded=False):
+        with st.expander("Copy link", expanded=False, icon=":material/link:"):
             st.code(link, language=None, wrap_lines=True)
             st.caption("Every parameter is spelled out (link format v=1), so the link keeps its "
                        "meaning when defaults change.")

@@ -1,0 +1,211 @@
+"""The core dashboard pages (Overview, Roofline, Operators, Memory, Compare) under
+streamlit.testing.v1.AppTest: each runs clean with the default scenario and with a shared
+link, renders its charts and tables; links reproduce the CLI's numbers; hostile links warn
+instead of crashing; sidebar edits (hardware overrides, precision, pasted config.json) drive
+the numbers and survive page switches."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui.format import fmt_count, fmt_rate, fmt_time
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "streamlit_app.py")
+CORE_PAGES = ["pages/overview_page.py", "pages/roofline_page.py", "pages/operators_page.py",
+              "pages/memory_page.py", "pages/compare_page.py"]
+LINK = {"model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "prec": "W4A16",
+        "batch": "8", "prompt": "1024", "gen": "128"}
+
+
+def run_app(page: str | None = None, **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def cli_json(*args: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "llmpara_core", "analyze", *args,
+                          "--format", "json"], capture_output=True, text=True, cwd=ROOT,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("page", CORE_PAGES)
+@pytest.mark.parametrize("link", [{}, LINK], ids=["default", "link"])
+def test_page_renders_clean(page, link):
+    at = run_app(page, **link)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert not at.warning, [w.value for w in at.warning]
+    charts = at.get("plotly_chart")
+    tables = at.dataframe
+    if page.endswith("overview_page.py"):
+        assert len(at.metric) >= 20
+    else:
+        assert len(charts) >= 2, page
+    if page.endswith(("operators_page.py", "compare_page.py")):
+        assert len(tables) >= 1
+    if link:
+        assert at.sidebar.selectbox(key="model").value == "mixtral-8x7b"
+        assert at.sidebar.number_input(key="batch").value == 8
+
+
+def test_overview_numbers_equal_cli_analyze():
+    at = run_app(None, **LINK)
+    shown = metrics(at)
+    cli = cli_json("--model", "mixtral-8x7b", "--hardware", "nvidia-a100-sxm-80gb",
+                   "--precision", "W4A16", "--batch", "8", "--prompt-len", "1024",
+                   "--gen-len", "128")
+    page = at.session_state["overview_numbers"]
+    for key in ("params_total", "params_active", "weight_bytes", "kv_cache_bytes_per_token",
+                "ttft_s", "tpot_s", "e2e_latency_s", "decode_tokens_per_s",
+                "throughput_tokens_per_s", "prefill_tokens_per_s"):
+        assert page[key] == pytest.approx(cli[key], rel=1e-12), key
+    for key in ("ttft_s", "tpot_s", "decode_tokens_per_s"):
+        assert page["ideal"][key] == pytest.approx(cli["ideal"][key], rel=1e-12), key
+    # what the reader sees is the CLI's figure, formatted
+    assert shown["TTFT · estimated"] == fmt_time(cli["ttft_s"])
+    assert shown["TPOT · ideal"] == fmt_time(cli["ideal"]["tpot_s"])
+    assert shown["Decode tok/s aggregate · estimated"] == fmt_rate(cli["throughput_tokens_per_s"])
+    assert shown["Parameters (total)"] == fmt_count(cli["params_total"])
+
+
+def test_link_batch_changes_the_numbers():
+    one = metrics(run_app(None, **{**LINK, "batch": "1"}))
+    many = metrics(run_app(None, **{**LINK, "batch": "64"}))
+    key = "Decode tok/s aggregate · estimated"
+    assert one[key] != many[key]
+    assert float(many[key].split()[0].replace(",", "")) > float(one[key].split()[0].replace(",", ""))
+
+
+HOSTILE = {"model": "\x00<script>alert(1)</script>", "batch": "-7", "prompt": "1e999",
+           "hardware": "[x](javascript:alert(1))", "wbits": "nan", "flash": "maybe",
+           "bw": "-1", "zzz_unknown": "1"}
+
+
+@pytest.mark.parametrize("page", CORE_PAGES)
+def test_hostile_link_warns_and_falls_back(page):
+    at = run_app(page, **HOSTILE)
+    assert not at.exception, [e.value for e in at.exception]
+    warned = " ".join(w.value for w in at.warning)
+    for key in ("model", "batch", "prompt", "hardware", "wbits", "flash", "bw"):
+        assert f"`{key}`" in warned, key
+    assert "zzz_unknown" not in warned            # unknown keys are ignored silently
+    assert "<script>" not in warned               # quoted escaped, never raw HTML
+    assert at.sidebar.number_input(key="batch").value == 1
+    assert at.sidebar.number_input(key="prompt").value == 2048
+
+
+def test_hardware_override_drives_the_numbers():
+    base = run_app(None)
+    hw = base.session_state["overview_numbers"]
+    bw = run_app(None, bw="1675")                 # half the H100's 3350 GB/s
+    slow = bw.session_state["overview_numbers"]
+    assert not bw.exception
+    # batch-1 decode is bandwidth-bound: half the bandwidth, twice the ideal TPOT (the
+    # estimated one also carries a fixed kernel-launch overhead, so it grows less)
+    assert slow["ideal"]["tpot_s"] / hw["ideal"]["tpot_s"] == pytest.approx(2.0, rel=0.01)
+    assert 1.5 < slow["tpot_s"] / hw["tpot_s"] < 2.0
+    assert "edited" in slow["scenario"]["hardware"]["name"]
+    # the Roofline page sees the same edited device
+    roof = run_app("pages/roofline_page.py", bw="1675")
+    assert not roof.exception
+    assert any("edited" in (c.value or "") for c in roof.caption)
+
+
+def test_sidebar_edits_survive_page_switches():
+    at = run_app(None)
+    at.sidebar.number_input(key="batch").set_value(32).run()
+    at.sidebar.selectbox(key="prec").set_value("W4A16").run()
+    for page in CORE_PAGES[1:] + CORE_PAGES[:1]:
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, page
+        assert at.sidebar.number_input(key="batch").value == 32
+        assert at.sidebar.selectbox(key="prec").value == "W4A16"
+    assert at.session_state["overview_numbers"]["scenario"]["workload"]["batch"] == 32
+
+
+def test_precision_preset_fills_the_bits():
+    at = run_app(None)
+    at.sidebar.selectbox(key="prec").set_value("W4A16").run()
+    assert at.sidebar.number_input(key="wbits").value == pytest.approx(4)
+    assert at.sidebar.number_input(key="abits").value == pytest.approx(16)
+    w16 = run_app(None).session_state["overview_numbers"]["weight_bytes"]
+    # 4-bit linear layers; embedding and LM head stay 16-bit in W4A16 (as AWQ/GPTQ ship)
+    assert 0.3 * w16 < at.session_state["overview_numbers"]["weight_bytes"] < 0.4 * w16
+
+
+def test_copy_link_spells_out_every_key():
+    at = run_app(None, batch="4")
+    link = next(c.value for c in at.sidebar.code)
+    for key in ("v=1", "model=", "hardware=", "batch=4", "prompt=2048", "gen=256", "wbits=",
+                "abits=", "kvbits="):
+        assert key in link, key
+
+
+GPT2_CONFIG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768,
+               "n_layer": 12, "n_head": 12, "n_positions": 1024, "vocab_size": 50257,
+               "n_inner": None, "activation_function": "gelu_new", "tie_word_embeddings": True}
+
+
+def test_pasted_config_json_is_analysed():
+    at = run_app(None)
+    at.sidebar.radio(key="_model_source").set_value("config.json").run()
+    at.sidebar.text_area(key="_config_text").set_value(json.dumps(GPT2_CONFIG))
+    at.sidebar.text_input(key="_config_name").set_value("my-gpt2")
+    at.sidebar.button[0].click()
+    at.run()
+    assert not at.exception
+    numbers = at.session_state["overview_numbers"]
+    # GPT-2 small: 124,439,808 parameters (tied embeddings counted once)
+    assert numbers["params_total"] == 124_439_808
+    assert any("learned" in c.value.lower() or "tied" in c.value.lower()
+               for c in at.sidebar.caption)
+
+
+def test_bad_pasted_config_is_a_message():
+    at = run_app(None)
+    at.sidebar.radio(key="_model_source").set_value("config.json").run()
+    at.sidebar.text_area(key="_config_text").set_value('{"hidden_size": -3, ')
+    at.sidebar.button[0].click()
+    at.run()
+    assert not at.exception
+    assert at.sidebar.error or at.error
+
+
+def test_compare_rows_add_and_remove():
+    at = run_app("pages/compare_page.py")
+    n = len(at.dataframe[0].value)
+    at.selectbox(key="cmp_add_hw").set_value("amd-mi300x").run()
+    at.selectbox(key="cmp_add_prec").set_value("FP8").run()
+    at.button(key="cmp_add").click().run()
+    assert len(at.dataframe[0].value) == n + 1
+    remove = [b for b in at.button if b.key and b.key.startswith("cmp_rm_0_")]
+    remove[0].click().run()
+    assert len(at.dataframe[0].value) == n
+    assert not at.exception
+
+
+def test_compare_rows_from_link():
+    at = run_app("pages/compare_page.py",
+                 cmp=["llama-3-8b|nvidia-h100-sxm|FP16", "llama-3-8b|apple-m4|Q4_0",
+                      "nope|x|y"])
+    assert not at.exception
+    df = at.dataframe[0].value
+    assert len(df) == 2
+    assert any("`cmp`" in w.value for w in at.warning)

@@ -1,0 +1,134 @@
+"""A real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) against
+`streamlit run` on 127.0.0.1: a shared link reopens its scenario, the numbers follow the link's
+batch, a hostile query string shows warnings and no exception, and the Roofline page draws.
+Screenshots go to tests/out/. Skipped, with the reason, where Chromium is absent."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "out"
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium")
+                                        else None)
+CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)",
+                allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = open(OUT / "streamlit-server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless=true",
+         "--server.address=127.0.0.1", f"--server.port={port}",
+         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("streamlit did not become healthy in 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser, url: str):
+    page = browser.new_context(viewport={"width": 1400, "height": 1300}).new_page()
+    page.goto(url)
+    page.wait_for_selector('[data-testid="stMetricValue"], [data-testid="stPlotlyChart"]',
+                           timeout=90_000)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    return page
+
+
+def _metric(page, label: str) -> str:
+    metric = page.get_by_test_id("stMetric").filter(has_text=label).first
+    return metric.get_by_test_id("stMetricValue").inner_text()
+
+
+LINK = {"v": "1", "model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "prec": "W4A16",
+        "batch": "2", "prompt": "1024", "gen": "128"}
+
+
+def test_shared_link_reopens_scenario_and_follows_batch(server, browser):
+    page = _open(browser, f"{server}/?{urlencode(LINK)}")
+    boxes = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox")
+    shown = " ".join(boxes.nth(i).inner_text() + " " + (boxes.nth(i).locator("input").first
+                                                         .get_attribute("value") or "")
+                     for i in range(boxes.count()))
+    assert "Mixtral 8x7B" in shown, shown
+    assert "A100" in shown, shown
+    assert page.get_by_test_id("stException").count() == 0
+    agg_2 = _metric(page, "Decode tok/s aggregate · estimated")
+    q = parse_qs(urlparse(page.url).query)
+    assert q["model"] == ["mixtral-8x7b"] and q["batch"] == ["2"]
+    page.screenshot(path=str(OUT / "overview-link.png"))
+
+    other = _open(browser, f"{server}/?{urlencode({**LINK, 'batch': '32'})}")
+    agg_32 = _metric(other, "Decode tok/s aggregate · estimated")
+    assert agg_32 != agg_2
+    assert float(agg_32.split()[0].replace(",", "")) > float(agg_2.split()[0].replace(",", ""))
+
+
+def test_hostile_query_string_is_harmless(server, browser):
+    page = _open(browser, f"{server}/?model=%00<script>window.__pwned=1</script>"
+                          "&batch=-7&prompt=1e999")
+    assert page.get_by_test_id("stException").count() == 0
+    warnings = page.get_by_test_id("stAlertContentWarning").all_inner_texts()
+    text = " ".join(warnings)
+    for key in ("model", "batch", "prompt"):
+        assert key in text, key
+    assert page.evaluate("window.__pwned === undefined")
+    page.screenshot(path=str(OUT / "hostile-link.png"))
+
+
+def test_roofline_page_draws(server, browser):
+    page = _open(browser, f"{server}/roofline?{urlencode(LINK)}")
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=90_000)
+    assert page.get_by_test_id("stException").count() == 0
+    assert "Roofline" in page.get_by_role("heading", level=1).first.inner_text()
+    page.screenshot(path=str(OUT / "roofline.png"))

@@ -262,6 +262,42 @@ class Model:
         }
 
 
+# Dimensions a user may edit on a preset (the reference tool's architecture fields).
+EDITABLE_DIMENSIONS = ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                       "num_key_value_heads", "intermediate_size", "vocab_size",
+                       "num_experts", "experts_per_token", "expert_intermediate_size")
+
+
+def with_dimensions(model: Model, **changes: int) -> Model:
+    """A copy of ``model`` with some of ``EDITABLE_DIMENSIONS`` changed (validated again).
+
+    A per-layer sliding-window pattern is repeated or cut to the new layer count; the MoE
+    fields need a MoE model. The name gets an " (edited)" suffix."""
+    from dataclasses import replace
+    unknown = set(changes) - set(EDITABLE_DIMENSIONS)
+    if unknown:
+        raise ConfigError(f"cannot edit {', '.join(sorted(unknown))}; editable: "
+                          f"{', '.join(EDITABLE_DIMENSIONS)}")
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if not changes:
+        return model
+    moe_keys = {"num_experts", "experts_per_token", "expert_intermediate_size"}
+    moe_changes = {k: changes.pop(k) for k in moe_keys & set(changes)}
+    if moe_changes and model.moe is None:
+        raise ConfigError(f"{model.name} is not a mixture-of-experts model: "
+                          f"{', '.join(sorted(moe_changes))} cannot be set")
+    fields: dict = dict(changes)
+    if moe_changes:
+        fields["moe"] = replace(model.moe, **moe_changes)
+    layers = changes.get("num_hidden_layers")
+    if layers is not None and model.sliding_layers is not None:
+        require_int("num_hidden_layers", layers, 1, MAX_SIZE)
+        pattern = model.sliding_layers
+        fields["sliding_layers"] = tuple(pattern[i % len(pattern)] for i in range(layers))
+    name = model.name if model.name.endswith(" (edited)") else f"{model.name} (edited)"
+    return replace(model, name=name, **fields)
+
+
 @functools.lru_cache(maxsize=512)
 def _layer_groups(model: Model) -> tuple[tuple[LayerKind, int], ...]:
     counts = Counter(LayerKind(model.layer_is_sliding(i), model.layer_is_moe(i))

@@ -209,3 +209,26 @@ def test_compare_rows_from_link():
     df = at.dataframe[0].value
     assert len(df) == 2
     assert any("`cmp`" in w.value for w in at.warning)
+
+
+def test_architecture_edits_drive_the_numbers_and_travel_in_the_link():
+    base = run_app(None).session_state["overview_numbers"]
+    at = run_app(None, a_layers="16", a_kv="32")
+    assert not at.exception and not at.error
+    edited = at.session_state["overview_numbers"]
+    # Llama-3-8B with 16 of its 32 layers and MHA (32 KV heads): KV per token doubles
+    # (16 layers x 2 x 32 x 128 x 2 B = 262,144 B)
+    assert edited["kv_cache_bytes_per_token"] == 2 * 131_072
+    assert edited["params_total"] < base["params_total"]
+    assert "edited" in edited["scenario"]["model"]["name"]
+    link = next(c.value for c in at.sidebar.code)
+    assert "a_layers=16" in link and "a_kv=32" in link
+
+
+def test_impossible_architecture_edit_is_a_message():
+    at = run_app(None, a_heads="30")           # 30 heads, 8 KV heads: not divisible
+    assert not at.exception
+    assert any("divisible" in e.value for e in at.error)
+    bad = run_app(None, a_layers="-3")
+    assert not bad.exception
+    assert any("`a_layers`" in w.value for w in bad.warning)

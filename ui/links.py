@@ -14,12 +14,15 @@ Link format v=1, keys (every one is written by "Copy link", defaults included):
     batch, prompt, gen          batch size, prompt tokens, generated tokens
     flash                       FlashAttention (1 or 0)
 
-Hardware overrides, written only when set (absent = the preset's own figure):
+Hardware overrides and edited model dimensions, written only when set (absent = the preset's
+own figure):
 
     peak_fp32 .. peak_int4      dense peak [TFLOP/s]
     bw [GB/s], cap [GB], tdp [W], price [USD]
     eff_compute, eff_memory     achievable fraction of peak compute / bandwidth (0..1]
     overhead_us                 fixed cost per kernel launch [us]
+    a_hidden, a_layers, a_heads, a_kv, a_ffn, a_vocab, a_experts, a_topk, a_expert_ffn
+                                model dimensions (integers) replacing the preset's
 
 Reading precedence for weight bits: the preset's bits, then ``wbits`` (all weights), then the
 per-component keys. Unknown keys are ignored; an invalid value falls back to the default and
@@ -70,8 +73,34 @@ OVERRIDES: tuple[Override, ...] = (
 )
 OVERRIDE_KEYS = tuple(o.key for o in OVERRIDES)
 
+
+@dataclass(frozen=True)
+class ArchEdit:
+    """An edited model dimension: URL key, label, the Model / MoE field it sets."""
+    key: str
+    label: str
+    field: str
+
+
+ARCH_EDITS: tuple[ArchEdit, ...] = (
+    ArchEdit("a_hidden", "Hidden size", "hidden_size"),
+    ArchEdit("a_layers", "Layers", "num_hidden_layers"),
+    ArchEdit("a_heads", "Attention heads", "num_attention_heads"),
+    ArchEdit("a_kv", "KV heads (GQA)", "num_key_value_heads"),
+    ArchEdit("a_ffn", "FFN intermediate size", "intermediate_size"),
+    ArchEdit("a_vocab", "Vocabulary size", "vocab_size"),
+    ArchEdit("a_experts", "Experts (MoE)", "num_experts"),
+    ArchEdit("a_topk", "Experts per token (MoE)", "experts_per_token"),
+    ArchEdit("a_expert_ffn", "Expert FFN size (MoE)", "expert_intermediate_size"),
+)
+ARCH_KEYS = tuple(a.key for a in ARCH_EDITS)
+ARCH_RANGE = (1, 10_000_000)
+OPTIONAL_KEYS = OVERRIDE_KEYS + ARCH_KEYS
+"""Scenario keys written only when set (absent = the preset's own value)."""
+
 SCENARIO_KEYS = ("v", "model", "hardware", "prec", "wbits", *WEIGHT_COMPONENT_KEYS, "abits",
-                 "kvbits", "dtype", "batch", "prompt", "gen", "flash", *OVERRIDE_KEYS)
+                 "kvbits", "dtype", "batch", "prompt", "gen", "flash", *OVERRIDE_KEYS,
+                 *ARCH_KEYS)
 """Every URL key the shared sidebar owns. Page-local widgets must use other keys."""
 
 
@@ -94,7 +123,7 @@ def defaults(cat: Catalog) -> dict:
              "prec": cat.default_precision, "batch": 1, "prompt": 2048, "gen": 256,
              "flash": True}
     state.update(cat.precision_bits(cat.default_precision))
-    state.update({k: None for k in OVERRIDE_KEYS})
+    state.update({k: None for k in OPTIONAL_KEYS})
     return state
 
 
@@ -232,6 +261,15 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
                     "the preset's value")
             else:
                 state[o.key] = v
+    lo_a, hi_a = ARCH_RANGE
+    for a in ARCH_EDITS:
+        if a.key in got and got[a.key] != "":
+            v = parse_int(got[a.key], lo_a, hi_a)
+            if v is None:
+                bad(a.key, f"'{show_value(got[a.key])}' is not an integer in [{lo_a}, {hi_a}]",
+                    "the preset's value")
+            else:
+                state[a.key] = v
     return state, warnings
 
 

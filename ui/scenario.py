@@ -22,7 +22,7 @@ import streamlit as st
 
 from llmpara_core.errors import ConfigError, PresetNotFoundError
 from llmpara_core.hardware import Efficiency, Hardware
-from llmpara_core.model import Model
+from llmpara_core.model import Model, with_dimensions
 from llmpara_core.precision import PRECISION_PRESETS, DType, Precision
 from llmpara_core.presets import find_preset, list_presets, load_hardware, load_model
 from llmpara_core.roofline import rates
@@ -31,8 +31,9 @@ from llmpara_core.workload import Workload
 
 from . import links
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
-from .links import (BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE,
-                    WEIGHT_COMPONENT_KEYS, Catalog, format_number, parse_query, to_query)
+from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES,
+                    SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog, format_number,
+                    parse_query, to_query)
 
 DEFAULT_MODELS = ("llama-3-8b", "Llama-3 8B", "Llama-3.1 8B", "meta-llama-3-8b")
 DEFAULT_HARDWARE = ("nvidia-h100-sxm", "NVIDIA H100 SXM", "H100 SXM")
@@ -182,7 +183,7 @@ def sync_url() -> None:
     changes = {k: v for k, v in want.items() if qp.get_all(k) != [v]}
     if changes:
         qp.update(changes)
-    for k in links.OVERRIDE_KEYS:
+    for k in links.OPTIONAL_KEYS:
         if k not in want and k in qp:
             del qp[k]
 
@@ -251,10 +252,16 @@ def build_precision(state: dict) -> Precision:
     return p if p == base else replace(p, name="custom")
 
 
+def arch_edits(state: dict) -> dict[str, int]:
+    """The edited model dimensions of a state (Model field -> value)."""
+    return {a.field: int(state[a.key]) for a in ARCH_EDITS if state.get(a.key) is not None}
+
+
 @functools.lru_cache(maxsize=128)
 def _build(items: tuple, custom: Model | None) -> Scenario:
     state = dict(items)
-    model = custom if custom is not None else load_model(state["model"])
+    model = custom if custom is not None else with_dimensions(load_model(state["model"]),
+                                                              **arch_edits(state))
     base_hw = load_hardware(state["hardware"])
     ov = _overrides(state)
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
@@ -333,7 +340,8 @@ def _model_section() -> None:
              help="A preset, or any Hugging Face config.json (uploaded or pasted).")
     if ss[_SOURCE] == SOURCE_PRESET:
         st.selectbox("Model preset", model_options(), key="model", format_func=model_label,
-                     help="Type to search; grouped by family.")
+                     help="Type to search; grouped by family.", on_change=_reset_arch)
+        _architecture_editor()
         return
     up = st.file_uploader("Upload config.json", type=["json"], key="_config_upload",
                           max_upload_size=2)
@@ -354,6 +362,34 @@ def _model_section() -> None:
     if ss.get(_CUSTOM) is None:
         st.info("No config loaded yet; the preset "
                 f"'{escape_md(model_label(ss['model']))}' is used.")
+
+
+def _reset_arch() -> None:
+    for a in ARCH_EDITS:
+        st.session_state[a.key] = None
+
+
+def _architecture_editor() -> None:
+    """Blank = the preset's value; edits travel in the link (a_* keys)."""
+    ss = st.session_state
+    try:
+        base = load_model(ss["model"])
+    except ConfigError as e:
+        st.error(escape_md(e))
+        return
+    n_edit = sum(ss.get(a.key) is not None for a in ARCH_EDITS)
+    with st.expander("Edit architecture" + (f" ({n_edit} edited)" if n_edit else "")):
+        st.caption("Blank = the preset's value. Any other field: use a config.json.")
+        for a in ARCH_EDITS:
+            moe_field = a.field in ("num_experts", "experts_per_token",
+                                    "expert_intermediate_size")
+            if moe_field and base.moe is None:
+                continue
+            pv = getattr(base.moe if moe_field else base, a.field)
+            st.number_input(a.label, *ARCH_RANGE, value=None, key=a.key, step=1,
+                            placeholder=f"preset: {pv}")
+        if n_edit:
+            st.button("Reset to preset", key="_reset_arch", on_click=_reset_arch)
 
 
 def _model_details(model: Model, custom: bool) -> None:

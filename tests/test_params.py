@@ -95,7 +95,20 @@ TOTALS = [
     # 1bitLLM model page: 3.32B -> +-0.005e9 (0.15 %); ours 3,324,387,840 (tied embeddings,
     # attention and FFN sub-norms).
     ("bitnet-b1.58-3b", 3_320_000_000, 5_000_000, "promptlayer.com model page, rounded"),
+    # LLaMA-1 (huggyllama/* HF conversions): KERAS llama_7b_en "params": 6738415616; the PEFT
+    # print-out "all params: 6738415616" for huggyllama/llama-7b; 13B and 30B/33B as listed in
+    # public parameter tables (code-index ids 15495356071, 49672585427: LLaMAForCausalLM 30B
+    # trainable_params 32528943616).
+    ("llama-1-7b", 6_738_415_616, 0, "KERAS llama_7b_en; huggyllama/llama-7b"),
+    ("llama-1-13b", 13_015_864_320, 0, "huggyllama/llama-13b (public parameter tables)"),
+    ("llama-1-33b", 32_528_943_616, 0, "huggyllama/llama-30b (public parameter tables)"),
 ]
+
+
+def test_every_model_preset_has_a_checkpoint_count():
+    """A new preset must come with its real checkpoint's parameter count above."""
+    slugs = {p.stem for p in PRESETS.glob("*.toml")}
+    assert slugs == {t[0] for t in TOTALS}, sorted(slugs ^ {t[0] for t in TOTALS})
 
 
 @pytest.mark.parametrize("slug,real,tol,source", TOTALS, ids=[t[0] for t in TOTALS])

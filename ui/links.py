@@ -207,69 +207,44 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
             state["prec"] = found
     state.update(cat.precision_bits(state["prec"]))
 
-    lo, hi = BITS_RANGE
-    if "wbits" in got:
-        v = parse_float(got["wbits"], lo, hi)
+    def read(key: str, parse: Callable[[str], object], expected: str, fallback=None,
+             store: Callable[[object], None] | None = None) -> None:
+        """Parse ``got[key]`` if present (an empty optional value means unset)."""
+        if key not in got or (key in OPTIONAL_KEYS and got[key] == ""):
+            return
+        v = parse(got[key])
         if v is None:
-            bad("wbits", f"'{show_value(got['wbits'])}' is not a number of bits in [{lo:g}, {hi:g}]",
-                state["wbits"])
+            bad(key, f"'{show_value(got[key])}' is not {expected}",
+                state[key] if fallback is None else fallback)
+        elif store is not None:
+            store(v)
         else:
-            state.update({"wbits": v, **{k: v for k in WEIGHT_COMPONENT_KEYS}})
-    for key in (*WEIGHT_COMPONENT_KEYS, "abits", "kvbits"):
-        if key in got:
-            v = parse_float(got[key], lo, hi)
-            if v is None:
-                bad(key, f"'{show_value(got[key])}' is not a number of bits in [{lo:g}, {hi:g}]",
-                    state[key])
-            else:
-                state[key] = v
-    if "dtype" in got:
-        d = got["dtype"].strip().lower()
-        if d == "bf16":
-            d = "fp16"
-        if d in DTYPES:
-            state["dtype"] = d
-        else:
-            bad("dtype", f"'{show_value(got['dtype'])}' is not one of {', '.join(DTYPES)}",
-                state["dtype"])
+            state[key] = v
 
+    lo, hi = BITS_RANGE
+    bits_text = f"a number of bits in [{lo:g}, {hi:g}]"
+    read("wbits", lambda r: parse_float(r, lo, hi), bits_text, store=lambda v: state.update(
+        {"wbits": v, **{k: v for k in WEIGHT_COMPONENT_KEYS}}))
+    for key in (*WEIGHT_COMPONENT_KEYS, "abits", "kvbits"):
+        read(key, lambda r: parse_float(r, lo, hi), bits_text)
+    read("dtype", lambda r: (lambda d: d if d in DTYPES else None)(
+        "fp16" if r.strip().lower() == "bf16" else r.strip().lower()),
+        f"one of {', '.join(DTYPES)}")
     for key, (lo_i, hi_i) in (("batch", BATCH_RANGE), ("prompt", TOKENS_RANGE),
                               ("gen", TOKENS_RANGE)):
-        if key in got:
-            v = parse_int(got[key], lo_i, hi_i)
-            if v is None:
-                bad(key, f"'{show_value(got[key])}' is not an integer in [{lo_i}, {hi_i}]",
-                    state[key])
-            else:
-                state[key] = v
+        read(key, lambda r, a=lo_i, b=hi_i: parse_int(r, a, b), f"an integer in [{lo_i}, {hi_i}]")
     if state["prompt"] + state["gen"] < 1:
         warnings.append("Link parameters `prompt` and `gen` are both 0; using gen=1.")
         state["gen"] = 1
-    if "flash" in got:
-        v = parse_bool(got["flash"])
-        if v is None:
-            bad("flash", f"'{show_value(got['flash'])}' is not 1 or 0", int(state["flash"]))
-        else:
-            state["flash"] = v
-
+    read("flash", parse_bool, "1 or 0", fallback=int(state["flash"]))
     for o in OVERRIDES:
-        if o.key in got and got[o.key] != "":
-            v = parse_float(got[o.key], o.lo, o.hi, o.lo_open)
-            if v is None:
-                bound = f"({o.lo:g}" if o.lo_open else f"[{o.lo:g}"
-                bad(o.key, f"'{show_value(got[o.key])}' is not a number in {bound}, {o.hi:g}]",
-                    "the preset's value")
-            else:
-                state[o.key] = v
+        bound = f"({o.lo:g}" if o.lo_open else f"[{o.lo:g}"
+        read(o.key, lambda r, o=o: parse_float(r, o.lo, o.hi, o.lo_open),
+             f"a number in {bound}, {o.hi:g}]", fallback="the preset's value")
     lo_a, hi_a = ARCH_RANGE
     for a in ARCH_EDITS:
-        if a.key in got and got[a.key] != "":
-            v = parse_int(got[a.key], lo_a, hi_a)
-            if v is None:
-                bad(a.key, f"'{show_value(got[a.key])}' is not an integer in [{lo_a}, {hi_a}]",
-                    "the preset's value")
-            else:
-                state[a.key] = v
+        read(a.key, lambda r: parse_int(r, lo_a, hi_a), f"an integer in [{lo_a}, {hi_a}]",
+             fallback="the preset's value")
     return state, warnings
 
 

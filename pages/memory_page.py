@@ -4,22 +4,14 @@ per-operator byte decomposition, and the largest batch and context that fit."""
 import pandas as pd
 import streamlit as st
 
-from llmpara_core.errors import ConfigError
 from llmpara_core.units import BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MB
 from ui import charts
-from ui.compute import kv_growth, scenario_report
+from ui.compute import kv_growth, page_report
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_gib, fmt_int, fmt_pct
-from ui.scenario import get_scenario, url_number, url_segmented
+from ui.scenario import url_number, url_segmented
 from ui.tables import download_csv, has_multiple_groups
 
-scn = get_scenario()
-st.title("Memory")
-st.caption(escape_md(scn.label))
-try:
-    rep = scenario_report(scn)
-except ConfigError as e:
-    st.error(f"Cannot analyse this scenario: {escape_md(e)}")
-    st.stop()
+scn, rep = page_report("Memory")
 
 mem, w = rep.memory, rep.workload
 unit_choice = url_segmented("Units", ["GB", "GiB"], key="munit", default="GB",

@@ -3,24 +3,15 @@ vs FLOPs, and each category's share of time."""
 
 import streamlit as st
 
-from llmpara_core.errors import ConfigError
 from llmpara_core.operators import OpKind
 from ui import charts
-from ui.compute import scenario_report
-from ui.format import escape_md
-from ui.scenario import get_scenario, url_multiselect, url_segmented, url_toggle
+from ui.compute import page_report
+from ui.scenario import url_multiselect, url_segmented, url_toggle
 from ui.tables import (OPERATOR_COLUMNS, download_csv, download_json, operators_frame,
                        raw_operators_frame, report_json)
 
-scn = get_scenario()
-st.title("Operators")
-st.caption(escape_md(scn.label) + " · prefill = one pass over the prompt; decode = mean per "
+scn, rep = page_report("Operators", " · prefill = one pass over the prompt; decode = mean per "
            "decode step over the generation")
-try:
-    rep = scenario_report(scn)
-except ConfigError as e:
-    st.error(f"Cannot analyse this scenario: {escape_md(e)}")
-    st.stop()
 
 df = operators_frame(rep)
 present = [k.value for k in OpKind if k.value in set(df["category"])]

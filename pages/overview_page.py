@@ -3,23 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from llmpara_core.errors import ConfigError
 from llmpara_core.export import report_to_dict
-from ui.compute import scenario_report
+from ui.compute import page_report
 from ui.diagnosis import diagnosis
 from ui.format import (escape_md, fmt_bytes, fmt_count, fmt_gb, fmt_gib, fmt_int, fmt_pct,
                        fmt_rate, fmt_time)
-from ui.scenario import get_scenario
 from ui.tables import download_csv, download_json, report_json
 
-scn = get_scenario()
-st.title("Overview")
-st.caption(escape_md(scn.label))
-try:
-    rep = scenario_report(scn)
-except ConfigError as e:
-    st.error(f"Cannot analyse this scenario: {escape_md(e)}")
-    st.stop()
+scn, rep = page_report("Overview")
 
 summary = report_to_dict(rep, include_operators=False)
 st.session_state["overview_numbers"] = summary   # read by tests (== CLI analyze --format json)

@@ -1,0 +1,137 @@
+"""The Sharding page under streamlit.testing.v1.AppTest: every view renders clean on every
+cluster preset and on a single device, URL settings are applied, bad link values and invalid
+plans give messages (never tracebacks), "Use this plan" applies the best plan, and the
+comparison with published TP measurements is shown."""
+
+import logging
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from llmpara_core import parallel as P
+from llmpara_core.presets import list_presets, load_hardware
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
+APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+PAGE = "pages/sharding_page.py"
+CLUSTERS = [load_hardware(i.slug) for i in list_presets("hardware")
+            if load_hardware(i.slug).interconnect]
+VIEWS = ("Per device", "Scaling", "Best plan", "Published measurements")
+
+
+def _page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    return at
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _errors(at) -> list[str]:
+    """Error texts without the markdown escapes the page adds to core messages."""
+    return [e.value.replace("\\", "") for e in at.error]
+
+
+def _clean(at, what):
+    assert not at.exception, (what, [e.value for e in at.exception])
+    assert not at.error, (what, [e.value for e in at.error])
+
+
+def test_there_are_seven_cluster_presets():
+    assert len(CLUSTERS) >= 7
+    assert {c.interconnect.topology.value for c in CLUSTERS} >= {"ring", "fully-connected"}
+    assert any(c.interconnect.devices_per_node for c in CLUSTERS)      # a multi-node one
+
+
+@pytest.mark.parametrize("hw", CLUSTERS, ids=lambda h: h.slug)
+def test_every_view_renders_clean_on_every_cluster(hw):
+    n = hw.interconnect.devices
+    tp = max(d for d in (1, 2, 4, 8) if d <= n)
+    at = _page(model="llama-3.1-8b", sh_cluster=hw.name, sh_tp=str(tp),
+               sh_pp=str(n // tp), batch="4", prompt="512", gen="64")
+    _clean(at, "Per device")
+    assert not at.warning, [w.value for w in at.warning]
+    assert _metric(at, "Devices") == str(n)
+    assert len(at.get("plotly_chart")) == 2                  # memory, time breakdown
+    assert at.dataframe[0].value["participants"].max() == tp  # collectives table
+    for view in VIEWS[1:3]:
+        at.segmented_control(key="sh_view").set_value(view).run()
+        _clean(at, view)
+        assert at.dataframe, view
+
+
+def test_single_device_preset_allows_dp_only():
+    at = _page(hardware="nvidia-h100-sxm", model="llama-3.1-8b", sh_cluster="Sidebar hardware",
+               sh_dp="2", batch="4")
+    assert not at.exception and not at.error
+    assert any("only data parallelism" in w.value for w in at.warning)
+    assert _metric(at, "Devices") == "2"
+    at.number_input(key="sh_tp").set_value(2).run()
+    assert not at.exception
+    assert any("no [interconnect] section" in e for e in _errors(at))
+    for view in VIEWS[1:]:
+        at.segmented_control(key="sh_view").set_value(view).run()
+        assert not at.exception, view
+
+
+def test_url_settings_are_applied_and_change_the_result():
+    one = _page(model="llama-3.1-70b", sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)",
+                sh_tp="2", batch="1")
+    four = _page(model="llama-3.1-70b", sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)",
+                 sh_tp="8", sh_overlap="0.5", sh_vocab="false", batch="1")
+    for at in (one, four):
+        _clean(at, "url")
+    assert four.number_input(key="sh_tp").value == 8
+    assert four.number_input(key="sh_overlap").value == pytest.approx(0.5)
+    assert four.toggle(key="sh_vocab").value is False
+    t2 = float(_metric(one, "TPOT").split()[0])
+    t8 = float(_metric(four, "TPOT").split()[0])
+    assert t8 < t2                                          # ms, both
+
+
+def test_bad_link_values_warn_and_invalid_plans_are_errors():
+    at = _page(sh_tp="abc", sh_view="Nope", sh_cluster="Atlantis", sh_overlap="7")
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    for key in ("sh_tp", "sh_view", "sh_cluster", "sh_overlap"):
+        assert key in warned
+    bad = _page(model="llama-3.1-8b", sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)",
+                sh_tp="3")
+    assert not bad.exception
+    assert any("cannot run" in e and "valid TP" in e for e in _errors(bad))
+    moe = _page(model="llama-3.1-8b", sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)",
+                sh_ep="2")
+    assert any("mixture-of-experts" in e for e in _errors(moe)) and not moe.exception
+    big = _page(model="llama-3.1-405b", sh_cluster="2x NVIDIA GeForce RTX 4090 (PCIe)",
+                sh_tp="2")
+    assert not big.exception
+    assert any("Does not fit" in e for e in _errors(big))
+
+
+def test_best_plan_view_and_use_this_plan():
+    at = _page(model="llama-3.1-70b", sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)",
+               sh_view="Best plan", batch="8")
+    _clean(at, "best")
+    assert any("Best:" in s.value and "TP8" in s.value for s in at.success)
+    at.button(key="sh_use_best").click().run()
+    _clean(at, "use")
+    assert at.number_input(key="sh_tp").value == 8
+    assert at.segmented_control(key="sh_view").value == "Per device"
+
+
+def test_published_measurements_view_shows_the_comparison():
+    at = _page(sh_view="Published measurements")
+    _clean(at, "published")
+    summary, rows = at.dataframe[0].value, at.dataframe[1].value
+    assert set(summary["framework"]) == set(P.TP_TOLERANCES)
+    assert summary["test tolerance"].str.contains("within").all()
+    assert len(rows) == len(P.load_tp_measurements().rows)
+    assert {"T0005", "T0006", "T0007"} <= set(rows["row_id"])     # Llama-2-70B on A100s
+    assert len(at.get("plotly_chart")) == 2                      # one chart per framework

@@ -20,7 +20,8 @@ from .precision import DType, Precision, precision_preset
 from .workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
-SUBCOMMANDS: list[str] = ["cli_hetero", "cli_metrics", "cli_speculative", "cli_shard"]
+SUBCOMMANDS: list[str] = ["cli_hetero", "cli_metrics", "cli_speculative", "cli_shard",
+                          "cli_dse"]
 
 FORMATS = ("table", "json", "csv")
 

@@ -10,13 +10,16 @@ duplicates do not dominate each other, so all copies of a front point are on the
 
 Algorithms:
 
-* two objectives -- sort by (f0, f1) and sweep the running minimum of f1: O(n log n);
-* three or more -- candidates are visited in order of a score (sum of min-max normalised
-  objectives) that can never decrease along a dominance relation, so a point can only be
-  dominated by points whose score is not larger. Each chunk of best-scored candidates is
-  checked against that small prefix, and every survivor removes, in one vectorised pass, all
-  remaining points it dominates. Work is about (front size x points remaining); for the
-  clouds of a design sweep the first few front points remove almost everything;
+* every count of objectives -- a *sweep*: a score (sum of min-max normalised objectives)
+  never decreases along a dominance relation, so the live point of lowest score is never
+  dominated by a live point of higher score. It becomes a pivot and kills, in one vectorised
+  pass over the columns, every live point it dominates; repeat. Work is about (front size x
+  points still live); on the clouds of a design sweep the first pivots kill almost everything.
+  A pivot can then only be dominated by another pivot of exactly equal score, which a final
+  check within equal-score groups removes;
+* two objectives -- the sweep stops once it has scanned n log2 n points, then the survivors
+  are sorted by (f0, f1) and the running minimum of f1 is swept: O(n log n) even when every
+  point is on the front;
 * ``pareto_mask_naive`` is the obvious O(n^2) double loop, kept for the property tests.
 
 The reference tool used the O(n^2) scan for everything (about 6 s for 3,200 points).
@@ -31,6 +34,7 @@ K. Deb et al., "A fast and elitist multiobjective genetic algorithm: NSGA-II", I
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -39,7 +43,8 @@ import numpy as np
 from .errors import ConfigError
 
 SENSES = ("min", "max")
-_CHUNK_ELEMENTS = 4_000_000     # bound on (candidates x points) compared at once
+_CHUNK_ELEMENTS = 4_000_000     # bound on (pivots or samples x points) compared at once
+_MAX_BLOCK = 256                # most pivots taken in one pass of the sweep
 _HV_EXACT_3D_MAX = 3000          # slicing HV in 3-D is O(n^2 log n)
 _HV_EXACT_4D_MAX = 1500          # pymoo's exact HV above this gets slow
 
@@ -91,9 +96,20 @@ def pareto_mask(points, senses: Sequence[str] | None = None) -> np.ndarray:
     n, k = f.shape
     if n == 0:
         return np.zeros(0, dtype=bool)
+    if k == 1:
+        return f[:, 0] == f[:, 0].min()
+    cols = [np.ascontiguousarray(f[:, j]) for j in range(k)]
+    score = _score(f)
     if k == 2:
-        return _front_2d(f)
-    return _front_generic(f)
+        pivots, rest = _sweep(cols, score, max_work=n * max(1.0, math.log2(n)))
+        cand = np.concatenate([pivots, rest])
+        out = np.zeros(n, dtype=bool)
+        out[cand[_front_2d(f[cand])]] = True
+        return out
+    pivots, _ = _sweep(cols, score)
+    out = np.zeros(n, dtype=bool)
+    out[_drop_tied_dominated(pivots, cols, score)] = True
+    return out
 
 
 def pareto_indices(points, senses: Sequence[str] | None = None) -> np.ndarray:
@@ -128,7 +144,9 @@ def _front_2d(f: np.ndarray) -> np.ndarray:
     running = np.minimum.accumulate(b)
     best_before = np.full(len(starts), np.inf)
     best_before[1:] = running[starts[1:] - 1]
-    keep_sorted = (b == group_min[group]) & (group_min < best_before)[group]
+    beats = group_min < best_before
+    beats[0] = True                              # nothing has a smaller f0 (f1 may be inf)
+    keep_sorted = (b == group_min[group]) & beats[group]
     out = np.empty(n, dtype=bool)
     out[order] = keep_sorted
     return out
@@ -136,7 +154,7 @@ def _front_2d(f: np.ndarray) -> np.ndarray:
 
 def _score(f: np.ndarray) -> np.ndarray:
     """Sum of per-column min-max normalised values: never decreases from a point to any point
-    it dominates (rounding and clipping are monotone), so it orders candidates safely."""
+    it dominates (rounding, clipping and floating-point addition are monotone)."""
     fin = np.isfinite(f)
     lo = np.where(fin, f, np.inf).min(axis=0)
     hi = np.where(fin, f, -np.inf).max(axis=0)
@@ -147,39 +165,70 @@ def _score(f: np.ndarray) -> np.ndarray:
     return np.clip(z, -1.0, 2.0).sum(axis=1)
 
 
+def _sweep(cols: list[np.ndarray], score: np.ndarray, max_work: float | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Take the live points of lowest score as pivots and kill every live point they
+    dominate; repeat until no point is live (or the points scanned exceed ``max_work``).
+    Returns (pivot indices, indices still live).
+
+    A point can only be dominated by points of lower or equal score, so a block of the lowest
+    scores, minus the members another member dominates, holds only front points -- unless an
+    equal-score point dominates one of them (``_drop_tied_dominated``) -- and every killed
+    point is dominated. The block grows as the live set shrinks; arrays are compacted once half
+    of the live points are dead."""
+    idx = np.arange(len(score))
+    cols, sc = list(cols), score
+    live = np.ones(len(sc), dtype=bool)
+    pivots: list[np.ndarray] = []
+    work = 0.0
+    while max_work is None or work < max_work:
+        n_live = int(np.count_nonzero(live))
+        if n_live == 0:
+            break
+        work += len(live)
+        b = int(min(n_live, max(1, _CHUNK_ELEMENTS // len(live)), _MAX_BLOCK))
+        masked = np.where(live, sc, np.inf)
+        blk = np.argpartition(masked, b - 1)[:b] if b < len(masked) else np.flatnonzero(live)
+        pts = np.column_stack([c[blk] for c in cols])
+        keep = ~_dominated_by_any(pts, pts)
+        blk, pts = blk[keep], pts[keep]
+        live[blk] = False
+        pivots.append(idx[blk])
+        le = np.ones((len(blk), len(live)), dtype=bool)
+        lt = np.zeros((len(blk), len(live)), dtype=bool)
+        for j, c in enumerate(cols):
+            le &= c[None, :] >= pts[:, j, None]
+            lt |= c[None, :] > pts[:, j, None]
+        live &= ~(le & lt).any(axis=0)
+        n_live = int(np.count_nonzero(live))
+        if 0 < n_live and n_live * 2 < len(live):
+            idx, sc, cols = idx[live], sc[live], [c[live] for c in cols]
+            live = np.ones(n_live, dtype=bool)
+    piv = np.concatenate(pivots) if pivots else np.zeros(0, dtype=np.intp)
+    return piv, idx[live]
+
+
+def _drop_tied_dominated(pivots: np.ndarray, cols, score) -> np.ndarray:
+    """Pivots minus those dominated by another pivot of exactly the same score (the only way
+    a pivot can be dominated, see ``_sweep``)."""
+    sc = score[pivots]
+    order = np.argsort(sc, kind="stable")
+    ps, ss = pivots[order], sc[order]
+    keep = np.ones(len(ps), dtype=bool)
+    bounds = np.flatnonzero(np.diff(ss) != 0) + 1
+    for grp in np.split(np.arange(len(ps)), bounds):
+        if len(grp) < 2:
+            continue
+        block = np.column_stack([c[ps[grp]] for c in cols])
+        keep[grp] = ~_dominated_by_any(block, block)
+    return ps[keep]
+
+
 def _dominated_by_any(block: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """For each row of ``targets``: is it dominated by some row of ``block``? (small block)"""
     le = (block[:, None, :] <= targets[None, :, :]).all(axis=2)
     lt = (block[:, None, :] < targets[None, :, :]).any(axis=2)
     return (le & lt).any(axis=0)
-
-
-def _front_generic(f: np.ndarray) -> np.ndarray:
-    n, k = f.shape
-    score = _score(f)
-    order = np.argsort(score, kind="stable")
-    cand, idx, sc = f[order], order, score[order]
-    keep: list[np.ndarray] = []
-    while len(cand):
-        m = len(cand)
-        c = int(max(1, min(512, _CHUNK_ELEMENTS // max(m, 1), m)))
-        u = int(np.searchsorted(sc, sc[c - 1], side="right"))
-        chunk = cand[:c]
-        dominated = _dominated_by_any(cand[:u], chunk)
-        front = chunk[~dominated]
-        keep.append(idx[:c][~dominated])
-        rest, rest_idx, rest_sc = cand[c:], idx[c:], sc[c:]
-        if len(front) and len(rest):
-            gone = np.zeros(len(rest), dtype=bool)
-            step = max(1, _CHUNK_ELEMENTS // max(len(rest), 1))
-            for s in range(0, len(front), step):
-                gone |= _dominated_by_any(front[s:s + step], rest)
-            rest, rest_idx, rest_sc = rest[~gone], rest_idx[~gone], rest_sc[~gone]
-        cand, idx, sc = rest, rest_idx, rest_sc
-    out = np.zeros(n, dtype=bool)
-    if keep:
-        out[np.concatenate(keep)] = True
-    return out
 
 
 # ---- non-dominated sorting ------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from .analysis import OpRow, Phase, Timing, _row, _timing, analyze, integrate_decode
 from .forward import forward_ops
-from .hardware import Hardware, Topology
+from .hardware import Efficiency, Hardware, Topology
 from .memory import activation_peak_bytes, kv_cache_bytes
 from .model import Model, NormKind, count_params
 from .operators import OpKind, Operator
@@ -179,10 +179,10 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
     """The collectives one device of stage ``s`` takes part in during one pass."""
     if new <= 0 or ctx.net is None:
         return []
-    lay, plan, model, net = ctx.layout, ctx.layout.plan, ctx.model, ctx.net
+    plan, model, net = ctx.layout.plan, ctx.model, ctx.net
     a = ctx.precision.activation_bits / BITS_PER_BYTE
     hidden = batch * new * model.hidden_size * a
-    specs = []        # (name, kind, n, bytes, count, group, first rank of group, last rank)
+    specs = []        # (name, kind, participants, message bytes, count, layer group)
     tp, grp = plan.tp, plan.tp * plan.dp
     base = s * grp
     last = s == plan.pp - 1
@@ -207,8 +207,10 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
                               kind.label))
     out = []
     for name, kind, n, m, count, group in specs:
-        span = n if kind is not Collective.ALL_TO_ALL else grp
-        nodes = net.node(base + span - 1) - net.node(base) + 1
+        if kind is Collective.ALL_TO_ALL:             # the whole TP x DP group of the stage
+            nodes = _nodes_spanned(net, base, grp)
+        else:                                         # the slowest of the stage's TP groups
+            nodes = max(_nodes_spanned(net, base + d * tp, tp) for d in range(plan.dp))
         out.append(_cost(net, phase, s, name, kind, n, m, count, group, nodes))
     if plan.pp > 1:
         if not last:
@@ -220,6 +222,11 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
             out.append(_cost(net, phase, s, "pp_return_tokens", Collective.SEND_RECV, 2,
                              batch * TOKEN_ID_BYTES, 1, "model", nodes))
     return out
+
+
+def _nodes_spanned(net: Net, first_rank: int, size: int) -> int:
+    """Nodes that ranks first_rank .. first_rank + size - 1 occupy."""
+    return net.node(first_rank + size - 1) - net.node(first_rank) + 1
 
 
 def _cost(net: Net, phase, s, name, kind, n, m, count, group, nodes) -> CommCost:
@@ -288,10 +295,13 @@ def _bubble(times: list[float], m: int, phase_s: float) -> float:
 
 
 def shard_analyze(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
-                  plan: ParallelPlan) -> ShardReport:
+                  plan: ParallelPlan, efficiency: Efficiency | None = None) -> ShardReport:
     """Per-device memory and time of ``model`` run as ``plan`` on devices like ``hardware``
     (whose ``interconnect`` describes the links). TP = PP = DP = 1 reproduces
-    ``analysis.analyze`` exactly."""
+    ``analysis.analyze`` exactly. ``efficiency`` overrides the hardware's derating (operators,
+    links and the single-device baseline alike), as in ``analyze``."""
+    if efficiency is not None:
+        hardware = replace(hardware, efficiency=efficiency)
     return _shard_cached(model, hardware, precision, workload, plan)
 
 

@@ -86,9 +86,10 @@ class TPMeasurement:
 @dataclass(frozen=True)
 class TPSetup:
     key: str
-    hardware: Hardware       # one device with the cluster's links
+    hardware: Hardware       # one device with the cluster's links (and the profile's efficiency)
     framework: str
     note: str
+    efficiency_profile: str = ""     # framework profile applied ("" = the class's generic one)
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,21 @@ def _setup(key: str, d: dict) -> TPSetup:
                      inter_node_bandwidth_bytes_per_s=float(d["inter_node_bandwidth_GBps"])
                      * BYTES_PER_GB,
                      inter_node_latency_s=float(d["inter_node_latency_us"]) * S_PER_US)
-    return TPSetup(key, replace(hw, interconnect=ic), str(d.get("framework", "")),
-                   str(d.get("note", "")))
+    hw = replace(hw, interconnect=ic)
+    profile = str(d.get("efficiency_profile", ""))
+    if profile:
+        hw, profile = _with_profile(hw, profile)
+    return TPSetup(key, hw, str(d.get("framework", "")), str(d.get("note", "")), profile)
+
+
+def _with_profile(hw: Hardware, profile: str) -> tuple[Hardware, str]:
+    """``hw`` with the efficiency of an inference stack's profile (``calibration``), or
+    unchanged (profile "") where this build has no framework profiles."""
+    try:
+        from .calibration import efficiency_for
+    except ImportError:
+        return hw, ""
+    return replace(hw, efficiency=efficiency_for(hw, profile)), profile
 
 
 def _row(r: dict) -> TPMeasurement:

@@ -15,7 +15,7 @@ from llmpara_core.hardware import Hardware
 from llmpara_core.model import Model
 from llmpara_core.precision import Precision
 from llmpara_core.presets import list_presets, load_hardware
-from llmpara_core.units import BYTES_PER_GB
+from llmpara_core.units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from llmpara_core.workload import Workload
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
@@ -100,11 +100,11 @@ with c2:
                    "replicas) is possible. Pick a cluster preset for TP, PP or EP.")
     else:
         link = (f"{sig(ic.bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s per device and direction"
-                f", {sig(ic.latency_s / 1e-6)} µs, {ic.topology.value}, {ic.devices} devices")
+                f", {sig(ic.latency_s / S_PER_US)} µs, {ic.topology.value}, {ic.devices} devices")
         if ic.devices_per_node and ic.devices_per_node < ic.devices:
             link += (f"; {ic.devices_per_node} per node, between nodes "
                      f"{sig(ic.inter_node_bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s, "
-                     f"{sig((ic.inter_node_latency_s or 0) / 1e-6)} µs")
+                     f"{sig((ic.inter_node_latency_s or 0) / S_PER_US)} µs")
         st.caption(escape_md(link))
 
 max_dev = ic.devices if ic else 1024
@@ -165,10 +165,10 @@ def plan_summary(report: parallel.ShardReport) -> None:
         st.caption("ℹ️ " + escape_md(note))
 
 
-# ---- views ----------------------------------------------------------------------------------
-if view == "Per device" and report is not None:
-    plan_summary(report)
-    est = report.estimated
+# ---- views ---------------------------------------------------------------------------------
+
+def memory_section(report: parallel.ShardReport) -> pd.DataFrame:
+    """Stacked weights / KV cache / activations per pipeline stage against the capacity."""
     st.subheader("Memory per device")
     mem_df = pd.DataFrame([{"stage": s.stage, "first_layer": s.first_layer, "layers": s.layers,
                             "weight_bytes": s.weight_bytes, "kv_cache_bytes": s.kv_cache_bytes,
@@ -191,7 +191,12 @@ if view == "Per device" and report is not None:
     st.caption(f"Largest global batch that fits at this context ({fmt_int(scn.workload.max_context)}"
                f" tokens): **{fmt_int(report.max_batch)}** (weights, every sequence's KV cache "
                f"and one microbatch's activations per device; GB = 10⁹ bytes).")
+    return mem_df
 
+
+def time_section(report: parallel.ShardReport) -> pd.DataFrame:
+    """TTFT and TPOT split into compute, memory, launches, communication and pipeline wait."""
+    est = report.estimated
     st.subheader("Where the time goes")
     parts = []
     for phase, bd, total in (("TTFT (prefill)", report.prefill_breakdown, est.ttft_s),
@@ -206,7 +211,7 @@ if view == "Per device" and report is not None:
     for name, color in PART_COLORS.items():
         d = parts_df[parts_df.part == name]
         fig.add_bar(y=d.phase, x=100 * d.share, name=name, orientation="h", marker_color=color,
-                    customdata=d.seconds * 1e3,
+                    customdata=d.seconds / S_PER_MS,
                     hovertemplate="%{x:.1f} % · %{customdata:.4g} ms<extra>" + name + "</extra>")
     fig.update_layout(barmode="stack", height=230, xaxis_title="% of the phase time (estimated)",
                       margin=dict(l=10, r=10, t=30, b=10))
@@ -218,7 +223,11 @@ if view == "Per device" and report is not None:
                f", prefill {fmt_pct(report.prefill_breakdown.communication_share, 1)}; pipeline "
                f"bubble {fmt_pct(report.decode_bubble_fraction)} (decode), "
                f"{fmt_pct(report.prefill_bubble_fraction)} (prefill).")
+    return parts_df
 
+
+def collectives_section(report: parallel.ShardReport) -> pd.DataFrame:
+    """One row per collective of a device's pass (per stage and phase)."""
     st.subheader("Collectives per pass")
     coll_df = pd.DataFrame([{
         "phase": c.phase, "stage": c.stage, "collective": c.name, "kind": c.collective.value,
@@ -234,6 +243,15 @@ if view == "Per device" and report is not None:
                                per_pass=coll_df.estimated_total_s.map(fmt_time))
         st.dataframe(shown[["phase", "stage", "collective", "kind", "participants", "nodes",
                             "message", "count", "each", "per_pass"]], hide_index=True)
+    return coll_df
+
+
+def per_device_view(report: parallel.ShardReport) -> None:
+    """Plan summary, memory per device, time breakdown, collectives and downloads."""
+    plan_summary(report)
+    mem_df = memory_section(report)
+    parts_df = time_section(report)
+    coll_df = collectives_section(report)
     with st.container(horizontal=True):
         download_csv(mem_df, "sharding-memory.csv", "Memory CSV", key="dl_sh_mem")
         download_csv(parts_df, "sharding-time.csv", "Time breakdown CSV", key="dl_sh_time")
@@ -243,7 +261,9 @@ if view == "Per device" and report is not None:
                                  indent=2, allow_nan=False, default=str).encode("utf-8"),
                       "sharding.json", "Result JSON", key="dl_sh_json")
 
-elif view == "Scaling":
+
+def scaling_view() -> None:
+    """Modelled vs ideal speedup and parallel efficiency over the device count."""
     strategies = {"tp": "Tensor parallel", "pp": "Pipeline parallel",
                   "dp": "Data parallel (weak: batch × devices)", "ep": "Expert parallel (TP = EP)",
                   "best-tpot": "Best plan for TPOT", "best-throughput": "Best plan per device"}
@@ -254,7 +274,7 @@ elif view == "Scaling":
             pts = run_scaling(scn.model, hw, scn.precision, scn.workload, strategy)
     except ConfigError as e:
         st.error(escape_md(e))
-        st.stop()
+        return
     df = pd.DataFrame([{**{k: v for k, v in _plain(p).items() if k != "plan"},
                         "plan": p.plan.label if p.plan else None} for p in pts])
     ok = df[df.speedup.notna()]
@@ -280,7 +300,9 @@ elif view == "Scaling":
                  hide_index=True)
     download_csv(df, f"sharding-scaling-{strategy}.csv", "Scaling CSV", key="dl_sh_scaling")
 
-elif view == "Best plan":
+
+def best_plan_view() -> None:
+    """The plans that fit, best first for the chosen objective."""
     objectives = {"min_tpot": "Lowest TPOT", "max_throughput_per_device":
                   "Highest throughput per device"}
     c1, c2, c3 = st.columns([2, 1, 1])
@@ -298,10 +320,10 @@ elif view == "Best plan":
                            bool(fill))
     except ConfigError as e:
         st.error(escape_md(e))
-        st.stop()
+        return
     if not found:
         st.warning("No valid plan fits in memory on this cluster.")
-        st.stop()
+        return
     best = found[0]
     st.success(f"Best: **{escape_md(best.plan.label)}** on {best.plan.devices} devices, batch "
                f"{best.batch}: TPOT {fmt_time(best.tpot_s)}, "
@@ -323,22 +345,28 @@ elif view == "Best plan":
                "for MoE). Ties: fewer devices first for TPOT, lower TPOT for throughput.")
     download_csv(df, f"sharding-best-{objective}.csv", "Plans CSV", key="dl_sh_best")
 
-elif view == "Published measurements":
-    table, cmp = run_published()
-    df = pd.DataFrame([{"row_id": c.measurement.row_id, "framework": c.framework,
-                        "series": c.series, "tp": c.measurement.tp, "pp": c.measurement.pp,
-                        "devices": c.measurement.devices,
-                        "measured_tokens_per_s": c.measurement.decode_tokens_per_s,
-                        "predicted_tokens_per_s": c.predicted_tokens_per_s, "error": c.error,
-                        "measured_speedup": c.measured_speedup,
-                        "predicted_speedup": c.predicted_speedup,
-                        "speedup_error": c.speedup_error,
-                        "superlinear_series": c.superlinear_series,
-                        "published_metric": c.measurement.metric,
-                        "published_value": c.measurement.value,
-                        "source": c.measurement.source} for c in cmp])
-    st.caption(escape_md(table.note) + " Predictions use the sidebar-independent setups below "
-               "(not the plan controls above).")
+
+PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#9D755D",
+           "#EECA3B", "#FF9DA6", "#BAB0AC"]
+
+
+def comparison_frame(cmp: tuple) -> pd.DataFrame:
+    return pd.DataFrame([{"row_id": c.measurement.row_id, "framework": c.framework,
+                          "series": c.series, "tp": c.measurement.tp, "pp": c.measurement.pp,
+                          "devices": c.measurement.devices,
+                          "measured_tokens_per_s": c.measurement.decode_tokens_per_s,
+                          "predicted_tokens_per_s": c.predicted_tokens_per_s, "error": c.error,
+                          "measured_speedup": c.measured_speedup,
+                          "predicted_speedup": c.predicted_speedup,
+                          "speedup_error": c.speedup_error,
+                          "superlinear_series": c.superlinear_series,
+                          "published_metric": c.measurement.metric,
+                          "published_value": c.measurement.value,
+                          "source": c.measurement.source} for c in cmp])
+
+
+def comparison_summary(df: pd.DataFrame) -> None:
+    """Median and worst errors per framework next to the tolerance the tests assert."""
     summary = []
     for fw, tol in parallel.TP_TOLERANCES.items():
         g = df[df.framework == fw]
@@ -351,42 +379,51 @@ elif view == "Published measurements":
             "tokens/s error, worst |·|": fmt_pct(g.error.abs().max(), 1),
             "test tolerance": tol.describe()})
     st.dataframe(pd.DataFrame(summary), hide_index=True)
-    st.markdown("Dots: measured; lines with crosses: modelled (same colour = same series). "
-                "Error = modelled / measured − 1. Speedups are within a series (same "
-                "framework, model, precision, batch and lengths), relative to its row with the "
-                "fewest devices. Speedup statistics leave out series whose measurement scales "
-                "superlinearly somewhere (an outlier base row: "
-                + ", ".join(sorted(df[df.superlinear_series].series.map(escape_md).unique()))
-                + "). The tolerances are asserted by `tests/test_parallel_validation.py`.")
+    odd = ", ".join(sorted(df[df.superlinear_series].series.map(escape_md).unique())) or "none"
+    st.markdown("Dots: measured; crosses (joined when the series is TP only): modelled, same "
+                "colour = same series. Error = modelled / measured − 1. Speedups are within a "
+                "series (same framework, model, precision, batch and lengths), relative to its "
+                "row with the fewest devices. Speedup statistics leave out series whose "
+                f"measurement scales superlinearly somewhere (an outlier base row): {odd}. "
+                "The tolerances are asserted by `tests/test_parallel_validation.py`.")
+
+
+def comparison_chart(df: pd.DataFrame, framework: str) -> None:
+    """Measured and modelled speedups of every multi-row series of one framework."""
+    multi = df[df.framework == framework].groupby("series").filter(lambda x: len(x) > 1)
+    if multi.empty:
+        return
+    fig = go.Figure()
+    for i, (series, s_df) in enumerate(multi.groupby("series", sort=False)):
+        color, s_df = PALETTE[i % len(PALETTE)], s_df.sort_values("devices")
+        label = series.split(" · ", 1)[1]
+        fig.add_scatter(x=s_df.devices, y=s_df.measured_speedup, name=label, mode="markers",
+                        marker=dict(color=color, size=10), legendgroup=series,
+                        showlegend=False, text=s_df.row_id,
+                        hovertemplate="%{text}: %{x} devices<br>measured %{y:.3g}×"
+                                      "<extra></extra>")
+        fig.add_scatter(x=s_df.devices, y=s_df.predicted_speedup, name=label,
+                        marker=dict(symbol="x", size=8), line=dict(color=color),
+                        mode="lines+markers" if s_df.pp.nunique() == 1 else "markers",
+                        legendgroup=series,
+                        hovertemplate="%{x} devices<br>modelled %{y:.3g}×<extra></extra>")
+    fig.update_layout(title=framework, xaxis=dict(title="devices (TP × PP)", type="log",
+                                                  dtick=0.30103),
+                      yaxis_title="tokens/s per sequence vs the series' first row",
+                      height=560, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.15, font=dict(size=11)))
+    show(fig, f"sharding-published-{framework.lower()}")
+
+
+def published_view() -> None:
+    """Predictions against the published TP / PP measurements."""
+    table, cmp = run_published()
+    df = comparison_frame(cmp)
+    st.caption(escape_md(table.note) + " Predictions use the setups listed below (not the "
+               "plan controls above).")
+    comparison_summary(df)
     for fw in parallel.TP_TOLERANCES:
-        g = df[(df.framework == fw)]
-        multi = g.groupby("series").filter(lambda x: len(x) > 1)
-        if multi.empty:
-            continue
-        fig = go.Figure()
-        palette = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2",
-                   "#9D755D", "#EECA3B", "#FF9DA6", "#BAB0AC"]
-        for i, (series, s_df) in enumerate(multi.groupby("series", sort=False)):
-            color = palette[i % len(palette)]
-            s_df = s_df.sort_values("devices")
-            label = series.split(" · ", 1)[1]
-            fig.add_scatter(x=s_df.devices, y=s_df.measured_speedup, name=label,
-                            mode="markers", marker=dict(color=color, size=10),
-                            legendgroup=series, showlegend=False, text=s_df.row_id,
-                            hovertemplate="%{text}: %{x} devices<br>measured %{y:.3g}×"
-                                          "<extra></extra>")
-            fig.add_scatter(x=s_df.devices, y=s_df.predicted_speedup,
-                            name=label, marker=dict(symbol="x", size=8),
-                            mode="lines+markers" if s_df.pp.nunique() == 1 else "markers",
-                            line=dict(color=color), legendgroup=series,
-                            hovertemplate="%{x} devices<br>modelled %{y:.3g}×<extra></extra>")
-        fig.update_layout(title=fw, xaxis=dict(title="devices (TP × PP)", type="log",
-                                               dtick=0.30103),
-                          yaxis_title="tokens/s per sequence vs the series' first row",
-                          height=560, margin=dict(l=10, r=10, t=40, b=10),
-                          legend=dict(orientation="h", yanchor="top", y=-0.15,
-                                      font=dict(size=11)))
-        show(fig, f"sharding-published-{fw.lower()}")
+        comparison_chart(df, fw)
     st.dataframe(df.assign(measured=df.measured_tokens_per_s.map(fmt_rate),
                            modelled=df.predicted_tokens_per_s.map(fmt_rate),
                            err=df.error.map(lambda e: fmt_pct(e, 1)),
@@ -395,8 +432,23 @@ elif view == "Published measurements":
          "predicted_speedup", "speedup_err", "source"]], hide_index=True)
     with st.expander("Setups (cluster and links per benchmark)"):
         for key, su in table.setups.items():
-            ic = su.hardware.interconnect
+            eff = su.hardware.effective_efficiency
+            profile = (f"the {su.efficiency_profile} efficiency profile" if su.efficiency_profile
+                       else "the hardware class's generic efficiency")
             st.markdown(f"**{escape_md(key)}** ({escape_md(su.framework)}): "
-                        f"{escape_md(su.hardware.name)}, {ic.devices} devices. "
+                        f"{escape_md(su.hardware.name)} links, "
+                        f"{su.hardware.interconnect.devices} devices; {escape_md(profile)} "
+                        f"(memory {sig(eff.memory)}, compute {sig(eff.compute)}, "
+                        f"{sig(eff.kernel_overhead_s / S_PER_US)} µs per kernel). "
                         f"{escape_md(su.note)}")
     download_csv(df, "sharding-published-tp.csv", "Comparison CSV", key="dl_sh_pub")
+
+if view == "Per device":
+    if report is not None:
+        per_device_view(report)
+elif view == "Scaling":
+    scaling_view()
+elif view == "Best plan":
+    best_plan_view()
+else:
+    published_view()

@@ -56,6 +56,21 @@ def test_tp1_pp1_equals_single_device_analysis(model, hw):
     assert r.parallel_efficiency == pytest.approx(1.0)
 
 
+def test_efficiency_override_matches_analyze():
+    eff = Efficiency(0.5, 0.8, 2e-6)
+    wl = Workload(batch=2, prompt_len=300, gen_len=20)
+    r = P.shard_analyze(LLAMA3_8B, H100X8, BF16, wl, P.ParallelPlan(), efficiency=eff)
+    a = analyze(LLAMA3_8B, H100X8, BF16, wl, efficiency=eff)
+    assert r.estimated.tpot_s == pytest.approx(a.estimated.tpot_s, rel=1e-12)
+    assert r.estimated.ttft_s == pytest.approx(a.estimated.ttft_s, rel=1e-12)
+    tp = P.shard_analyze(LLAMA3_8B, H100X8, BF16, wl, P.ParallelPlan(tp=4), efficiency=eff)
+    same = P.shard_analyze(LLAMA3_8B, replace(H100X8, efficiency=eff), BF16, wl,
+                           P.ParallelPlan(tp=4))
+    assert tp.estimated.tpot_s == same.estimated.tpot_s
+    assert tp.estimated.tpot_s != P.shard_analyze(LLAMA3_8B, H100X8, BF16, wl,
+                                                  P.ParallelPlan(tp=4)).estimated.tpot_s
+
+
 def test_dense_dp_replicas_are_independent_single_devices():
     wl = Workload(batch=8, prompt_len=256, gen_len=32)
     r = P.shard_analyze(LLAMA3_8B, H100, BF16, wl, P.ParallelPlan(dp=4))   # no links needed
@@ -118,7 +133,6 @@ def test_ring_all_reduce_matches_alpha_beta_by_hand(n, m_bytes):
     alpha, beta = 1.5e-6, 50e9
     hw = with_links(H100, n, Topology.RING, bw=beta, lat=alpha)
     ri = rates(hw, BF16.compute_dtype, estimated=False)
-    re_ = rates(hw, BF16.compute_dtype, estimated=True)
     t = P.collective_time_s(P.Collective.ALL_REDUCE, n, m_bytes, ri, alpha, Topology.RING)
     assert t == pytest.approx(2 * (n - 1) * alpha + 2 * (n - 1) / n * m_bytes / beta, rel=1e-12)
     net = P.Net.of(hw, BF16)
@@ -215,6 +229,17 @@ def test_inter_node_tp_is_slower_per_collective():
     pp = P.shard_analyze(m, hw, BF16, wl, P.ParallelPlan(tp=8, pp=2))
     send = next(c for c in pp.collectives if c.name == "pp_send_hidden")
     assert send.nodes == 2
+
+
+def test_a_tp_group_straddling_two_nodes_uses_the_inter_node_links():
+    """TP6 x DP2 on 2 nodes of 8: the second TP group (ranks 6-11) crosses the node boundary,
+    so the stage's all-reduces run at the inter-node speed even though the first does not."""
+    hw = load_hardware("16x-nvidia-h100-sxm-infiniband")
+    m = replace(LLAMA3_8B, num_attention_heads=48, num_key_value_heads=6, head_dim=128,
+                hidden_size=6144, name="48 heads")
+    r = P.shard_analyze(m, hw, BF16, Workload(batch=2, prompt_len=64, gen_len=8),
+                        P.ParallelPlan(tp=6, dp=2))
+    assert {c.nodes for c in r.collectives} == {2}
 
 
 # ---- per-device sizes -----------------------------------------------------------------------

@@ -24,6 +24,7 @@ PAGES = [
     ("Analysis", "pages/operators_page.py", "Operators", ":material/table_chart:"),
     ("Analysis", "pages/memory_page.py", "Memory", ":material/memory:"),
     ("Extended", "pages/sharding_page.py", "Sharding", ":material/hub:"),
+    ("Extended", "pages/memory_tiers_page.py", "Memory tiers", ":material/stacks:"),
     ("Analysis", "pages/metrics_page.py", "Metrics", ":material/bolt:"),
     ("Compare", "pages/compare_page.py", "Compare", ":material/compare_arrows:"),
 ]

@@ -18,8 +18,9 @@ import math
 from .cli import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
                   emit, positive_int, precision_from_args, workload_from_args)
 from .errors import ConfigError
-from .tiers import (STRATEGIES, SweepPoint, batch_sweep, hetero, reference_estimate,
-                    result_to_dict, tier_migration, tier_rows)
+from .tiers import STRATEGIES, hetero
+from .tiers_report import (SweepPoint, batch_sweep, reference_estimate, result_to_dict,
+                           tier_migration, tier_rows)
 
 
 def _pin(s: str) -> tuple[str, str]:
@@ -81,7 +82,9 @@ def _sweep_rows(points: tuple[SweepPoint, ...]) -> list[dict]:
     for pt in points:
         r = pt.result
         row = {"label": pt.label, "weight_bits": pt.weight_bits, "kv_bits": pt.kv_bits,
-               "batch": pt.batch, "feasible": pt.feasible, "reason": pt.reason or None}
+               "batch": pt.batch, "feasible": pt.feasible, "reason": pt.reason or None,
+               "reference_decode_tokens_per_s": (pt.reference.decode_tokens_per_s
+                                                 if pt.reference is not None else None)}
         if r is not None:
             names = [t.name for t in r.tiers]
             row.update(

@@ -38,20 +38,22 @@ def tier_color(i: int) -> str:
 def placement_figure(result: HeteroResult) -> go.Figure:
     """What each tier holds, as a share of its capacity, stacked by category (hover: GB)."""
     p = result.placement
-    names = [t.name for t in p.tiers]
     caps = np.array([t.capacity_bytes for t in p.tiers])
+    names = [f"{t.name}<br>{fmt_bytes(u)} of {fmt_bytes(c)}"
+             for t, u, c in zip(p.tiers, p.used_bytes, caps)]
     fig = go.Figure()
     for cat, row in p.bytes_by_category().items():
         fig.add_bar(y=names, x=100 * row / caps, name=cat, orientation="h",
                     marker_color=CATEGORY_COLORS.get(cat, "#7F7F7F"),
                     customdata=[fmt_bytes(v) for v in row],
-                    hovertemplate="%{customdata} · %{x:.3g} % of %{y}<extra>" + cat + "</extra>")
+                    hovertemplate="%{customdata} · %{x:.3g} % of the tier<extra>" + cat
+                                  + "</extra>")
     free = np.maximum(p.free_bytes, 0.0)
     fig.add_bar(y=names, x=100 * free / caps, name="free", orientation="h",
                 marker=dict(color="rgba(127,127,127,0.15)",
                             line=dict(color="rgba(127,127,127,0.6)", width=1)),
                 customdata=[fmt_bytes(v) for v in free],
-                hovertemplate="%{customdata} free<extra>%{y}</extra>")
+                hovertemplate="%{customdata} free<extra></extra>")
     fig.update_layout(barmode="stack", height=140 + 55 * len(names), margin=_MARGIN,
                       title="What each tier holds (share of its capacity)",
                       legend=dict(traceorder="normal"))
@@ -103,7 +105,7 @@ def migration_figures(points: Sequence[SweepPoint]) -> tuple[go.Figure, go.Figur
             land.add_bar(x=[p.label for p in ok], y=kv, name=f"KV cache in {name}",
                          marker=dict(color=tier_color(i), pattern_shape="/"), legendgroup=name,
                          hovertemplate="%{y:.3g} GB<extra>KV cache in " + name + "</extra>")
-    land.update_layout(barmode="stack", height=380, margin=_MARGIN,
+    land.update_layout(barmode="stack", height=380, margin=_MARGIN, legend_traceorder="reversed",
                        title="Where the model lands at each precision")
     land.update_yaxes(title="GB (10⁹ bytes)")
     return land, _tokens_figure(points, [p.label for p in points], "precision step", False)
@@ -133,16 +135,14 @@ def _tokens_figure(points: Sequence[SweepPoint], xs: list, x_title: str,
     fig.add_scatter(x=xs, y=ref, name="reference tool's formula", mode="lines+markers",
                     line=dict(color="#E45756", dash="dash"),
                     hovertemplate="%{x}: %{y:.4g} tok/s<extra>reference tool</extra>")
-    bad = [(x, p) for x, p in zip(xs, points) if not p.feasible]
-    if bad:
-        fig.add_scatter(x=[x for x, _ in bad], y=[r for r, p in zip(ref, points)
-                                                   if not p.feasible],
-                        mode="markers", name="does not fit", marker=dict(symbol="x", size=12,
-                                                                          color="#E45756"),
-                        hovertemplate="%{x}: does not fit<extra></extra>")
+    for x, p in zip(xs, points):
+        if not p.feasible:        # a log axis' annotation takes log10 of the data coordinate
+            fig.add_annotation(x=math.log10(x) if log_x else x, y=0.02, yref="paper",
+                               text="does not fit", showarrow=False, textangle=-90,
+                               yanchor="bottom", font=dict(color="#E45756"))
     fig.update_xaxes(title=x_title, type="log" if log_x else "category",
                      **({"dtick": math.log10(2)} if log_x else {}))
-    fig.update_yaxes(title="tokens/s", type="log", exponentformat="SI")
+    fig.update_yaxes(title="tokens/s", type="log", tickformat=".3~g")
     fig.update_layout(height=400, margin=_MARGIN, title="Decode tokens/s")
     return fig
 
@@ -151,28 +151,33 @@ def operator_bandwidth_figure(result: HeteroResult) -> go.Figure:
     """Effective bandwidth of every decode operator (its bytes / its streaming time), coloured
     by the tier holding most of its bytes; dashed lines = each tier's peak bandwidth."""
     rows = [r for r in result.rows if r.effective_bandwidth_bytes_per_s]
-    names = [t.name for t in result.tiers]
-    labels = [f"{r.name} [{r.group}]" if r.group != "model" else r.name for r in rows]
+    multi = len({r.group for r in rows if r.group != "model"}) > 1
+    labels = [f"{r.name} [{r.group}]" if multi and r.group != "model" else r.name for r in rows]
     main = [int(np.argmax(r.tier_bytes)) for r in rows]
     fig = go.Figure()
-    for i, name in enumerate(names):
+    for i, t in enumerate(result.tiers):
         idx = [k for k, m in enumerate(main) if m == i]
         if not idx:
             continue
         fig.add_bar(y=[labels[k] for k in idx],
                     x=[rows[k].effective_bandwidth_bytes_per_s / BYTES_PER_GB for k in idx],
-                    orientation="h", name=f"mostly in {name}", marker_color=tier_color(i),
+                    orientation="h", name=f"mostly in {t.name}", marker_color=tier_color(i),
                     customdata=[[fmt_bytes(rows[k].memory_bytes),
                                  fmt_time(rows[k].estimated_s), rows[k].bound] for k in idx],
                     hovertemplate="%{y}: %{x:.4g} GB/s<br>%{customdata[0]} per step · "
                                   "%{customdata[1]} · %{customdata[2]}-bound<extra></extra>")
-    for i, t in enumerate(result.tiers):
-        fig.add_vline(x=t.bandwidth_bytes_per_s / BYTES_PER_GB, line_dash="dash",
-                      line_color=tier_color(i), annotation_text=t.name,
-                      annotation_position="top")
-    fig.update_xaxes(type="log", title="effective bandwidth, GB/s (log)", exponentformat="SI")
+    tier_gbps = [t.bandwidth_bytes_per_s / BYTES_PER_GB for t in result.tiers]
+    for i, (t, x) in enumerate(zip(result.tiers, tier_gbps)):
+        # a line shape takes data coordinates; a log axis' annotation takes log10 of them
+        fig.add_vline(x=x, line_dash="dash", line_color=tier_color(i))
+        fig.add_annotation(x=math.log10(x), y=1.0, yref="paper", yanchor="bottom",
+                           text=t.name, showarrow=False)
+    xs = [r.effective_bandwidth_bytes_per_s / BYTES_PER_GB for r in rows] + tier_gbps
+    fig.update_xaxes(type="log", title="effective bandwidth, GB/s (log)", dtick=1,
+                     range=[math.log10(min(xs) / 2), math.log10(max(xs) * 2)])
     fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1])
-    fig.update_layout(height=180 + 24 * len(labels), margin=_MARGIN, barmode="overlay",
+    fig.update_layout(height=200 + 24 * len(labels), margin=dict(l=10, r=10, t=60, b=10),
+                      barmode="overlay",
                       title="Per-operator effective bandwidth (decode, peak rates)")
     return fig
 

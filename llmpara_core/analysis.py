@@ -18,7 +18,7 @@ from .memory import (MemoryFootprint, activation_peak_bytes, kv_cache_bytes,
 from .model import Model, ParamCounts, count_params
 from .operators import OpKind, Operator
 from .precision import DType, Precision
-from .roofline import Rates, op_time_s, rates
+from .roofline import Rates, effective_memory_bytes, op_time_s, rates
 from .workload import Workload
 
 _BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
@@ -194,7 +194,7 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
                  *(getattr(o, f) * n for f in _BYTE_FIELDS),
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
-                 estimated_s=op_time_s(flops, mem, n, est_r, comm))
+                 estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n))
 
 
 def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -234,8 +234,10 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
             mem_a, mem_z = oa.memory_bytes * c, oz.memory_bytes * c
             ti = _sum_max_affine(oa.flops * c / ideal_r.flops_per_s, oz.flops * c / ideal_r.flops_per_s,
                                  mem_a / ideal_r.bytes_per_s, mem_z / ideal_r.bytes_per_s, n)
+            eff_a = effective_memory_bytes(mem_a, oa.kv_read_bytes * c, est_r)
+            eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r)
             te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
-                                 mem_a / est_r.bytes_per_s, mem_z / est_r.bytes_per_s, n)
+                                 eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)
             te += n * c * est_r.kernel_overhead_s
             if est_r.link_bytes_per_s:
                 link = vals[-1] / est_r.link_bytes_per_s

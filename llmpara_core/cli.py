@@ -21,7 +21,7 @@ from .workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
 SUBCOMMANDS: list[str] = ["cli_hetero", "cli_metrics", "cli_speculative", "cli_shard",
-                          "cli_dse"]
+                          "cli_dse", "cli_validate"]
 
 FORMATS = ("table", "json", "csv")
 
@@ -189,8 +189,10 @@ def _cmd_analyze(args) -> None:
     from .export import report_to_dict, row_to_dict
     from .presets import load_hardware, load_model
     model, hw = load_model(args.model), load_hardware(args.hardware)
-    report = analyze(model, hw, precision_from_args(args), workload_from_args(args))
+    framework, efficiency = _framework_efficiency(hw, args.framework)
+    report = analyze(model, hw, precision_from_args(args), workload_from_args(args), efficiency)
     d = report_to_dict(report)
+    d["framework"] = framework
     for hook in ANALYZE_HOOKS:
         d.update(hook(report, args))
     if args.format == "json":
@@ -204,6 +206,15 @@ def _cmd_analyze(args) -> None:
         emit(None, "table", [{"quantity": k, "value": v} for k, v in summary.items()])
         for note in report.notes:
             print(f"note: {note}")
+
+
+def _framework_efficiency(hw, name: str | None):
+    """(profile name, efficiency) for ``--framework``; None = the class's generic profile."""
+    if name is None:
+        return "generic", None
+    from .calibration import efficiency_for, resolve_framework
+    key = resolve_framework(name)
+    return key, efficiency_for(hw, key)
 
 
 # Functions (report, args) -> dict adding keys to `analyze` JSON (energy, cost, ...).
@@ -226,6 +237,9 @@ def build_parser() -> _Parser:
     add_model_hw_args(a)
     add_workload_args(a)
     add_precision_args(a)
+    a.add_argument("--framework", help="efficiency profile of an inference stack: llama.cpp, "
+                                       "gpt-fast, vllm, tensorrt-llm, mlc, exllamav2, mlx "
+                                       "(default: the hardware class's generic profile)")
     add_output_args(a)
     a.set_defaults(func=_cmd_analyze)
     for mod_name in SUBCOMMANDS:

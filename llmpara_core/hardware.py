@@ -30,15 +30,21 @@ class Topology(Enum):
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions of peak compute and peak bandwidth, and a fixed cost per kernel."""
+    """Achievable fractions of peak compute and peak bandwidth, and a fixed cost per kernel.
+
+    ``kv_read`` is the fraction of the achieved (``memory``-derated) bandwidth that attention
+    reaches while reading the KV cache: batch-1 decode attention is a skinny, strided read
+    that streams slower than weights (1.0 = as fast as weights)."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
+    kv_read: float = 1.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
         require_float("efficiency.memory", self.memory, lo=0, hi=1, lo_open=True)
         require_float("efficiency.kernel_overhead_s", self.kernel_overhead_s, lo=0, hi=1)
+        require_float("efficiency.kv_read", self.kv_read, lo=0, hi=1, lo_open=True)
 
 
 IDEAL = Efficiency(1.0, 1.0, 0.0)
@@ -93,9 +99,10 @@ class ClassDefaults:
 
 
 # Efficiencies: provisional first-order values (median implied bandwidth utilisation of batch-1
-# decode per class in shared validation data: GDDR 0.70, HBM 0.48-0.6, unified SoC 0.69);
-# refined by the calibration module. Energies: HBM ~3.9 pJ/bit (~31 pJ/B), GDDR6 ~7.5 pJ/bit,
-# LPDDR5 ~4 pJ/bit; fp16 tensor-core FLOP ~0.3-1 pJ (see presets/tables/energy sources).
+# decode per class in shared validation data: GDDR 0.70, HBM 0.48-0.6, unified SoC 0.69). The
+# classes fitted on published measurements are replaced below by the values in
+# presets/tables/efficiency.toml (written by scripts/fit_efficiency.py; see calibration.py).
+# Energies: HBM ~3.9 pJ/bit (~31 pJ/B), GDDR6 ~7.5 pJ/bit, LPDDR5 ~4 pJ/bit; fp16 tensor-core FLOP ~0.3-1 pJ (see presets/tables/energy sources).
 CLASS_DEFAULTS: dict[HardwareClass, ClassDefaults] = {
     HardwareClass.DATACENTER_GPU: ClassDefaults(Efficiency(0.70, 0.60, 4e-6), 0.15, 31e-12, 0.5e-12),
     HardwareClass.CONSUMER_GPU: ClassDefaults(Efficiency(0.70, 0.72, 4e-6), 0.06, 60e-12, 0.8e-12),
@@ -106,6 +113,31 @@ CLASS_DEFAULTS: dict[HardwareClass, ClassDefaults] = {
     HardwareClass.CHIPLET: ClassDefaults(Efficiency(0.70, 0.80, 1e-6), 0.10, 20e-12, 1.0e-12),
     HardwareClass.ASIC: ClassDefaults(Efficiency(0.70, 0.70, 2e-6), 0.10, 20e-12, 0.5e-12),
 }
+
+
+def _apply_fitted_efficiency() -> dict[str, HardwareClass]:
+    """Replace the provisional class efficiencies by the fitted ones (presets/tables/
+    efficiency.toml); return the devices whose memory behaves like another class's."""
+    from .efficiency_table import class_values, device_classes   # stdlib-only reader
+
+    def cls_of(name: str) -> HardwareClass:
+        try:
+            return HardwareClass(name)
+        except ValueError:
+            raise ConfigError(f"efficiency.toml: unknown hardware class {name!r}") from None
+    for cls_name, values in class_values().items():
+        cls = cls_of(cls_name)
+        CLASS_DEFAULTS[cls] = replace(CLASS_DEFAULTS[cls], efficiency=Efficiency(**values))
+    return {slug: cls_of(c) for slug, c in device_classes().items()}
+
+
+# The built-in values above, before the fitted table replaces them (the fit starts from these).
+PROVISIONAL_EFFICIENCY: dict[HardwareClass, Efficiency] = {
+    c: d.efficiency for c, d in CLASS_DEFAULTS.items()}
+
+# Preset slug -> class whose efficiency the device uses (memory technology differs from its
+# class, e.g. GDDR6 "datacenter" cards stream like consumer GDDR cards).
+DEVICE_EFFICIENCY_CLASS: dict[str, HardwareClass] = _apply_fitted_efficiency()
 
 # When a device lacks a data type, use the next one that it has (never a faster one).
 PEAK_FALLBACK: dict[DType, tuple[DType, ...]] = {
@@ -181,7 +213,11 @@ class Hardware:
 
     @property
     def effective_efficiency(self) -> Efficiency:
-        return self.efficiency if self.efficiency is not None else self.defaults.efficiency
+        """The preset's own efficiency, else the (fitted) default of its class, or of the class
+        its memory behaves like (``DEVICE_EFFICIENCY_CLASS``)."""
+        if self.efficiency is not None:
+            return self.efficiency
+        return CLASS_DEFAULTS[DEVICE_EFFICIENCY_CLASS.get(self.slug, self.hw_class)].efficiency
 
     @property
     def effective_idle_w(self) -> float | None:

@@ -29,7 +29,7 @@ TOP_KEYS = ("name", "slug", "aliases", "class", "source", "notes", "memory_bandw
             "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
             "process_nm", "peak_TFLOPS", "efficiency", "memory_tiers", "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")   # bf16 = alias of fp16
-EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us")
+EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read")
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
@@ -176,10 +176,12 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
     memory = _number(table, "memory", origin, "efficiency.memory", positive=True, hi=1.0)
     overhead = _scaled(_number(table, "kernel_overhead_us", origin,
                                "efficiency.kernel_overhead_us"), S_PER_US)
+    kv_read = _number(table, "kv_read", origin, "efficiency.kv_read", positive=True, hi=1.0)
     return Efficiency(compute=default.compute if compute is None else compute,
                       memory=default.memory if memory is None else memory,
                       kernel_overhead_s=default.kernel_overhead_s if overhead is None
-                      else overhead)
+                      else overhead,
+                      kv_read=default.kv_read if kv_read is None else kv_read)
 
 
 def _tiers(data: dict, origin: str) -> tuple[MemoryTier, ...]:
@@ -366,6 +368,7 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         _put(eff, "compute", hw.efficiency.compute)
         _put(eff, "memory", hw.efficiency.memory)
         _put(eff, "kernel_overhead_us", hw.efficiency.kernel_overhead_s, S_PER_US)
+        _put(eff, "kv_read", hw.efficiency.kv_read)
         out["efficiency"] = eff
     if hw.memory_tiers:
         tiers = []

@@ -3,7 +3,8 @@
 time = max(FLOPs / peak, bytes / bandwidth) + kernels * overhead   (+ comm bytes / link bw)
 
 *Ideal* uses peak rates and no overhead; *estimated* derates peak compute and bandwidth by the
-hardware's efficiency factors and adds a fixed launch overhead per kernel.
+hardware's efficiency factors, streams KV-cache reads at ``kv_read`` of that bandwidth (the
+bytes count 1 / kv_read times) and adds a fixed launch overhead per kernel.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Rates:
     kernel_overhead_s: float
     dtype_used: DType
     link_bytes_per_s: float | None = None
+    kv_read_efficiency: float = 1.0      # KV-cache reads stream at this fraction of bytes_per_s
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -40,14 +42,22 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
     return Rates(peak * eff.compute, hardware.memory_bandwidth_bytes_per_s * eff.memory,
-                 eff.kernel_overhead_s, used, link)
+                 eff.kernel_overhead_s, used, link, eff.kv_read)
 
 
-def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0):
+def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):
+    """``mem_bytes`` with its ``kv_read_bytes`` share counted 1 / kv_read_efficiency times."""
+    if r.kv_read_efficiency == 1.0:
+        return mem_bytes
+    return mem_bytes + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
+
+
+def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0):
     """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
-    ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially).
-    Works on floats and on numpy arrays alike."""
+    ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially), of
+    which ``kv_read_bytes`` are KV-cache reads. Works on floats and on numpy arrays alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
+    mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):
         return (np.maximum(flops / r.flops_per_s, mem_bytes / r.bytes_per_s)
                 + kernels * r.kernel_overhead_s + link)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmpara_core.errors import ConfigError
-from llmpara_core.hardware import HardwareClass, Topology
+from llmpara_core.hardware import CLASS_DEFAULTS, HardwareClass, Topology
 from llmpara_core.hardware_io import (dumps_toml, hardware_from_dict, hardware_to_dict,
                                       read_hardware_file)
 from llmpara_core.precision import DType
@@ -184,7 +184,9 @@ def test_optional_fields_and_defaults():
     assert hardware_from_dict(d, origin="x", slug="from-arg").slug == "from-file"
     d = _minimal() | {"class": "consumer-gpu", "efficiency": {"compute": 0.5}}
     eff = hardware_from_dict(d, origin="x").efficiency
-    assert eff.compute == 0.5 and eff.memory == 0.72 and eff.kernel_overhead_s == 4e-6
+    default = CLASS_DEFAULTS[HardwareClass.CONSUMER_GPU].efficiency   # keys left out (fitted)
+    assert eff.compute == 0.5 and eff.memory == default.memory
+    assert eff.kernel_overhead_s == default.kernel_overhead_s and eff.kv_read == default.kv_read
 
 
 # ------------------------------------------------------------------------------ hostile input

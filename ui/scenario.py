@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 
 from llmpara_core.errors import ConfigError, PresetNotFoundError
-from llmpara_core.hardware import Efficiency, Hardware
+from llmpara_core.hardware import Hardware
 from llmpara_core.model import Model, with_dimensions
 from llmpara_core.precision import PRECISION_PRESETS, DType, Precision
 from llmpara_core.presets import find_preset, list_presets, load_hardware, load_model
@@ -237,9 +237,10 @@ def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...]) -> H
         changes["price_usd"] = o["price"]
     if {"eff_compute", "eff_memory", "overhead_us"} & o.keys():
         eff = hw.effective_efficiency
-        changes["efficiency"] = Efficiency(
-            o.get("eff_compute", eff.compute), o.get("eff_memory", eff.memory),
-            o["overhead_us"] * S_PER_US if "overhead_us" in o else eff.kernel_overhead_s)
+        changes["efficiency"] = replace(   # keeps the fields the sidebar does not edit
+            eff, compute=o.get("eff_compute", eff.compute), memory=o.get("eff_memory", eff.memory),
+            kernel_overhead_s=o["overhead_us"] * S_PER_US if "overhead_us" in o
+            else eff.kernel_overhead_s)
     return replace(hw, name=f"{hw.name} (edited)", **changes)
 
 

@@ -1,0 +1,70 @@
+"""Reader of the fitted efficiency table ``presets/tables/efficiency.toml`` (stdlib only, so
+that ``hardware`` can use it at import without an import cycle).
+
+The table is written by ``scripts/fit_efficiency.py``; ``llmpara_core.calibration`` explains
+every parameter. A missing file leaves the provisional constants of ``hardware.CLASS_DEFAULTS``
+in force; a malformed one is a ``ConfigError`` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+from pathlib import Path
+
+from .errors import ConfigError
+
+TABLE_PATH = Path(__file__).resolve().parent.parent / "presets" / "tables" / "efficiency.toml"
+US_TO_S = 1e-6       # the table spells kernel overhead in microseconds (units.S_PER_US)
+CLASS_KEYS = ("memory", "compute", "kernel_overhead_us", "kv_read")
+
+
+@functools.lru_cache(maxsize=1)
+def read_table(path: Path = TABLE_PATH) -> dict:
+    """The raw table ({} when the file does not exist)."""
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as e:
+        raise ConfigError(f"{path.name}: not a valid efficiency table ({e})") from None
+
+
+def _number(where: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ConfigError(f"efficiency.toml: {where} must be a finite number, got {v!r}")
+    return float(v)
+
+
+def parse_class_entry(name: str, entry) -> dict:
+    """Keyword arguments of ``hardware.Efficiency`` from one ``[class.<name>]`` table."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"efficiency.toml: [class.{name}] must be a table")
+    missing = [k for k in CLASS_KEYS if k not in entry]
+    if missing:
+        raise ConfigError(f"efficiency.toml: [class.{name}] lacks {', '.join(missing)}")
+    return {"memory": _number(f"class.{name}.memory", entry["memory"]),
+            "compute": _number(f"class.{name}.compute", entry["compute"]),
+            "kernel_overhead_s": _number(f"class.{name}.kernel_overhead_us",
+                                         entry["kernel_overhead_us"]) * US_TO_S,
+            "kv_read": _number(f"class.{name}.kv_read", entry["kv_read"])}
+
+
+def class_values(table: dict | None = None) -> dict[str, dict]:
+    """Fitted classes: class name -> Efficiency keyword arguments."""
+    t = read_table() if table is None else table
+    classes = t.get("class", {})
+    if not isinstance(classes, dict):
+        raise ConfigError("efficiency.toml: [class] must be a table of classes")
+    return {name: parse_class_entry(name, e) for name, e in classes.items()}
+
+
+def device_classes(table: dict | None = None) -> dict[str, str]:
+    """Preset slug -> class name whose efficiency that device uses."""
+    t = read_table() if table is None else table
+    devices = t.get("device", {})
+    if not isinstance(devices, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in devices.items()):
+        raise ConfigError("efficiency.toml: [device] must map preset slugs to class names")
+    return dict(devices)

@@ -1,0 +1,130 @@
+"""Fit the efficiency model to published measurements and rewrite its table.
+
+    python scripts/fit_efficiency.py                 # fit, print errors, rewrite the table
+    python scripts/fit_efficiency.py --dry-run       # fit and print, write nothing
+    python scripts/fit_efficiency.py --data my.csv --out /tmp/eff.toml --no-cv
+
+Reads ``presets/tables/measurements.csv`` (or ``--data``), maps every row to a scenario
+(``llmpara_core.validation``), fits the class values on single-device llama.cpp rows and the
+framework scales on their rows (``llmpara_core.fitting``), checks the fit with
+leave-one-device-out refits, and writes ``presets/tables/efficiency.toml``. Deterministic: the
+fit always starts from the provisional constants in ``llmpara_core/hardware.py``, so rerunning
+on the same data gives the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from llmpara_core import calibration, fitting, validation, validation_summary
+from llmpara_core.efficiency_table import TABLE_PATH
+from llmpara_core.errors import LLMParaError
+from llmpara_core.hardware import HardwareClass
+
+# Devices whose efficiency is that of another class (facts about the device, not fits):
+# GDDR6 "datacenter" cards stream like consumer GDDR cards; non-Apple unified-memory devices
+# run CUDA / ROCm / Vulkan stacks (kernel launch and attention behave like a discrete GPU's;
+# the unified-soc class is fitted on Apple Metal rows only).
+DEVICE_PROFILES = {
+    "nvidia-a10": "consumer-gpu", "nvidia-a10g": "consumer-gpu", "nvidia-l4": "consumer-gpu",
+    "nvidia-l40s": "consumer-gpu", "nvidia-dgx-spark": "consumer-gpu",
+    "nvidia-jetson-agx-orin": "consumer-gpu", "nvidia-jetson-orin-nano-super": "consumer-gpu",
+    "amd-ryzen-ai-max-395": "consumer-gpu",
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, help="measurements CSV (default: the shipped one)")
+    ap.add_argument("--out", type=Path, default=TABLE_PATH, help="table to write")
+    ap.add_argument("--dry-run", action="store_true", help="print the results, write nothing")
+    ap.add_argument("--no-cv", action="store_true", help="skip leave-one-device-out")
+    ap.add_argument("--no-frameworks", action="store_true", help="fit the classes only")
+    args = ap.parse_args(argv)
+    try:
+        text = args.data.read_bytes() if args.data else None
+        rows, skipped = validation.read_measurements(text)
+    except (OSError, LLMParaError) as e:
+        print(f"fit_efficiency: {e}", file=sys.stderr)
+        return 2
+    mapped, skipped = validation.map_all(rows, skipped)
+    devices = {k: HardwareClass(v) for k, v in DEVICE_PROFILES.items()}
+    t0 = time.time()
+    table = fitting.fit_table(mapped, calibration.provisional_table(devices),
+                              frameworks=not args.no_frameworks)
+    preds, bad = validation.predict_all(mapped, table)
+    summary = validation_summary.summarize(preds, skipped + bad,
+                                           fitted_classes=set(fitting.fitted_classes(table)))
+    print(f"fitted in {time.time() - t0:.1f} s on {len(mapped)} mapped rows "
+          f"({len(skipped) + len(bad)} skipped)")
+    _print_table(table)
+    _print_errors(summary)
+    info = fit_info(args.data, mapped, skipped + bad, summary)
+    if not args.no_cv:
+        info["leave_one_device_out"] = _cv(mapped, table)
+    if not args.dry_run:
+        args.out.write_text(calibration.table_to_toml(table, info), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def fit_info(data, mapped, skipped, summary) -> dict:
+    h = summary.headline
+    info = {"data": str(data) if data else "presets/tables/measurements.csv",
+            "rows_mapped": len(mapped), "rows_skipped": len(skipped),
+            "decode_median_abs_error": h.median_abs}
+    for metric in validation.METRICS:
+        g = summary.stats(metric)
+        if g:
+            info[f"{metric}_estimated_median_abs_error"] = g.estimated.median_abs
+            info[f"{metric}_ideal_median_abs_error"] = g.ideal.median_abs
+    return info
+
+
+def _cv(mapped, table) -> dict:
+    t0 = time.time()
+    held = fitting.leave_one_device_out(mapped, table)
+    by = defaultdict(list)
+    for row, err in held:
+        by[f"{fitting.efficiency_class(row, table).value}.{row.measurement.metric}"].append(
+            abs(err))
+    out = {k: statistics.median(v) for k, v in sorted(by.items())}
+    print(f"\nleave-one-device-out (each device predicted by a fit without it; "
+          f"{time.time() - t0:.0f} s): median |error|")
+    for k, v in out.items():
+        print(f"  {k:36s} {v:6.1%}  ({len(by[k])} rows)")
+    return out
+
+
+def _print_table(table) -> None:
+    print("\nclass            memory  compute  overhead_us  kv_read  rows")
+    for cls, rows in table.class_rows.items():
+        e = table.classes[cls]
+        print(f"{cls.value:16s} {e.memory:6.3f}  {e.compute:7.3f}  "
+              f"{e.kernel_overhead_s * 1e6:11.2f}  {e.kv_read:7.3f}  {rows}")
+    print("\nframework        memory_scale  compute_scale  overhead_scale  rows")
+    for p in table.frameworks.values():
+        print(f"{p.name:16s} {p.memory_scale:12.3f}  {p.compute_scale:13.3f}  "
+              f"{p.overhead_scale:14.3f}  {p.rows}")
+
+
+def _print_errors(summary) -> None:
+    print("\nmedian |predicted/measured - 1|     n   ideal  generic  estimated")
+    for g in summary.groups:
+        if g.kind == "framework" and g.estimated.n < 2:
+            continue
+        name = f"{g.metric} {g.kind}:{g.group}" if g.kind != "all" else f"{g.metric} (all)"
+        print(f"  {name:38s} {g.estimated.n:3d}  {g.ideal.median_abs:6.1%}  "
+              f"{g.generic.median_abs:6.1%}  {g.estimated.median_abs:8.1%}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -141,6 +141,17 @@ def test_bad_hardware_and_model(args, msg):
     assert code == 2 and len(err.strip().splitlines()) == 1 and msg in err
 
 
+def test_framework_profile_changes_the_estimate():
+    pytest.importorskip("llmpara_core.calibration")
+    args = ("--model", "llama-3.1-8b", "--hardware", "4x-nvidia-a100-sxm-80gb-nvlink",
+            "--tp", "4", "--prompt-len", "5", "--gen-len", "200")
+    generic, fast = shard_json(*args), shard_json(*args, "--framework", "gpt-fast")
+    assert fast["tpot_s"] != generic["tpot_s"]
+    assert fast["ideal"]["tpot_s"] == generic["ideal"]["tpot_s"]     # only the derating moves
+    code, _, err = run(*args, "--framework", "no-such-stack")
+    assert code == 2 and "unknown framework" in err and len(err.strip().splitlines()) == 1
+
+
 def test_single_device_allows_dp_only():
     d = shard_json("--model", "llama-3.1-8b", "--hardware", "nvidia-h100-sxm", "--dp", "2",
                    "--batch", "4", "--prompt-len", "128", "--gen-len", "8")

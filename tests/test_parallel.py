@@ -115,6 +115,30 @@ def test_pp_alone_never_lowers_batch1_tpot(model, device, pp, prompt, gen, topol
     assert total == pytest.approx(base.memory[0].weight_bytes + extra, rel=1e-9)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODEL_SLUGS), tp=st.sampled_from([1, 2, 4, 8, 16]),
+       pp=st.sampled_from([1, 2, 4]), dp=st.sampled_from([1, 2, 4]),
+       ep=st.sampled_from([1, 2, 8]), batch=st.integers(4, 64))
+def test_any_valid_plan_gives_consistent_finite_results(model, tp, pp, dp, ep, batch):
+    """Every plan either raises ConfigError or yields finite times whose breakdown sums to the
+    phase time, ideal <= estimated, and weights per device no larger than on one device."""
+    hw = load_hardware("16x-nvidia-h100-sxm-infiniband")
+    m = load_model(model)
+    wl = Workload(batch=batch, prompt_len=500, gen_len=40)
+    try:
+        r = P.shard_analyze(m, hw, BF16, wl, P.ParallelPlan(tp=tp, pp=pp, dp=dp, ep=ep))
+    except ConfigError:
+        return
+    for t in (r.estimated.tpot_s, r.estimated.ttft_s, r.ideal.tpot_s):
+        assert math.isfinite(t) and t > 0
+    assert r.ideal.tpot_s <= r.estimated.tpot_s and r.ideal.ttft_s <= r.estimated.ttft_s
+    assert r.decode_breakdown.total_s == pytest.approx(r.estimated.tpot_s, rel=1e-9)
+    assert r.prefill_breakdown.total_s == pytest.approx(r.estimated.ttft_s, rel=1e-9)
+    one = P.shard_analyze(m, hw, BF16, wl, P.ParallelPlan(dp=dp)) if m.moe is None else None
+    if one is not None:
+        assert r.worst_stage.weight_bytes <= one.worst_stage.weight_bytes * (1 + 1e-9)
+
+
 def test_pp_raises_throughput_only_with_microbatches():
     wl = Workload(batch=8, prompt_len=512, gen_len=64)
     one = P.shard_analyze(LLAMA3_8B, H100X8, BF16, wl, P.ParallelPlan())

@@ -1,0 +1,123 @@
+"""The Validation page under streamlit.testing.v1.AppTest: default view renders clean with the
+headline and both predictions, every metric view renders, URL settings are applied, bad link
+values warn and fall back, pasted measurements are predicted and refitted, bad CSVs give a
+message instead of a traceback."""
+
+import logging
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
+APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+PAGE = "pages/validation_page.py"
+HEADER = "row_id,hardware,model,metric,value,weight_bits,context_or_prompt_len,gen_len,framework"
+
+
+def _page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    return at
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _pct(text: str) -> float:
+    return float(text.replace("%", "").strip()) / 100
+
+
+def _scatter(at) -> dict:
+    import json
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+@pytest.fixture(scope="module")
+def default_page():
+    return _page()
+
+
+def test_default_view(default_page):
+    at = default_page
+    assert not at.exception and not at.error
+    assert _pct(_metric(at, "Decode (batch 1), estimated")) <= 0.10
+    assert _pct(_metric(at, "Decode, ideal roofline")) > 0.3
+    assert int(_metric(at, "Rows predicted")) >= 400
+    names = [t.get("name", "") for t in _scatter(at)["data"]]
+    assert "y = x" in names and "±15%" in names and "ideal (peak rates)" in names
+    assert any(n.startswith("estimated · ") for n in names)
+    groups = at.dataframe[0].value["group"].tolist()
+    assert "class: consumer-gpu" in groups and "framework: llama.cpp" in groups
+    assert any("Worst cases" in h.value for h in at.subheader)
+    assert any("macOS" in md.value or "tensor parallel" in md.value for md in at.markdown)
+    assert len(at.get("download_button")) == 3
+
+
+def test_every_metric_and_colouring_renders(default_page):
+    at = default_page
+    for metric in ("Prefill", "TTFT", "Decode"):
+        at.segmented_control(key="v_metric").set_value(metric).run()
+        assert not at.exception and not at.error, metric
+        assert at.get("plotly_chart"), metric
+    at.segmented_control(key="v_color").set_value("Framework").run()
+    names = [t.get("name", "") for t in _scatter(at)["data"]]
+    assert "estimated · gpt-fast" in names
+    at.toggle(key="v_ideal").set_value(False).run()
+    assert "ideal (peak rates)" not in [t.get("name", "") for t in _scatter(at)["data"]]
+
+
+def test_url_settings_are_applied():
+    at = _page(v_metric="TTFT", v_color="Framework", v_ideal="false", v_worst="3")
+    assert not at.exception and not at.warning
+    assert at.segmented_control(key="v_metric").value == "TTFT"
+    assert at.number_input(key="v_worst").value == 3
+    names = [t.get("name", "") for t in _scatter(at)["data"]]
+    assert "estimated · tensorrt-llm" in names and "ideal (peak rates)" not in names
+
+
+def test_bad_link_values_warn_and_fall_back():
+    at = _page(v_metric="Speed", v_worst="-4", v_data="Mine", v_fit="x", v_ideal="maybe")
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    for key in ("v_metric", "v_worst", "v_data", "v_fit", "v_ideal"):
+        assert key in warned
+    assert at.segmented_control(key="v_metric").value == "Decode"
+
+
+def test_pasted_measurements_predicted_and_refitted():
+    at = _page()
+    rows = [HEADER] + [f"m{i}{gpu[-2:]},{gpu},Llama-2 7B,decode_tok_s,{speed - 6 * i},4.5,0,"
+                       f"{128 << i},llama.cpp (CUDA)"
+                       for gpu, speed in (("RTX 4090", 150), ("RTX 3090", 130)) for i in range(5)]
+    rows.append("bad,Groq LPU,Llama-2 7B,decode_tok_s,300,16,0,128,Groq")
+    at.text_area(key="v_paste").set_value("\n".join(rows)).run()
+    at.segmented_control(key="v_data").set_value("Uploaded").run()
+    assert not at.exception and not at.error
+    assert _metric(at, "Rows predicted") == "10" and _metric(at, "Rows skipped") == "1"
+    before = _pct(_metric(at, "Decode (batch 1), estimated"))
+    at.segmented_control(key="v_fit").set_value("Refit on this data").run()
+    assert not at.exception and not at.error
+    assert any("refitted" in h.value for h in at.subheader)
+    classes = next(d.value for d in at.dataframe if "rows fitted" in d.value.columns)
+    assert classes.set_index("class").loc["consumer-gpu", "rows fitted"] == 10
+    assert _pct(_metric(at, "Decode (batch 1), estimated")) <= before     # in-sample
+    at.segmented_control(key="v_data").set_value("Both").run()
+    assert int(_metric(at, "Rows predicted")) > 400
+
+
+def test_bad_csv_is_a_message():
+    at = _page()
+    at.text_area(key="v_paste").set_value("just,some\n1,2\n").run()
+    at.segmented_control(key="v_data").set_value("Uploaded").run()
+    assert not at.exception
+    assert any("lacks column" in e.value for e in at.error)
+    at.text_area(key="v_paste").set_value(HEADER + "\nx,Groq LPU,Llama-2 7B,decode_tok_s,3,16,0,"
+                                          "128,Groq\n").run()
+    assert not at.exception
+    assert any("no row could be mapped" in e.value for e in at.error)

@@ -314,37 +314,14 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
                Net.of(hardware, precision),
                rates(hardware, precision.compute_dtype, estimated=False),
                rates(hardware, precision.compute_dtype, estimated=True))
-    wl, mb, m = workload, lay.microbatch, lay.microbatches
-    logits = wl.prompt_len if wl.logits_all_tokens else 1
+    wl, m = workload, lay.microbatches
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    n_dec = hi - lo + 1
-    pre_ph, dec_ph, pre_t, dec_t, comms, mem = [], [], [], [], [], []
-    for s, sm in enumerate(stage_models):
-        pre_ops = _device_ops(ctx, s, mb, wl.prompt_len, wl.prompt_len, logits)
-        pre_rows = [_row("prefill", o, ctx.ideal_r, ctx.est_r) for o in pre_ops]
-        pre_c = _device_comms(ctx, s, mb, wl.prompt_len, logits, "prefill")
-        dec_phase, d_ideal, d_est = integrate_decode(
-            sm, precision, mb, lo, hi, wl.flash_attention, ctx.ideal_r, ctx.est_r,
-            ops_at=lambda c, s=s: _device_ops(ctx, s, mb, 1, c, 1))
-        dec_c = _device_comms(ctx, s, mb, 1, 1, "decode")
-        comms += pre_c + dec_c
-        pre_ph.append(Phase("prefill", tuple(pre_rows) + tuple(_comm_row(c) for c in pre_c)))
-        dec_ph.append(Phase("decode", dec_phase.rows + tuple(_comm_row(c) for c in dec_c)))
-        pre_t.append(_StageTimes(sum(r.ideal_s for r in pre_rows),
-                                 sum(r.estimated_s for r in pre_rows),
-                                 sum(c.ideal_s * c.count for c in pre_c),
-                                 sum(c.estimated_s * c.count for c in pre_c)))
-        dec_t.append(_StageTimes(d_ideal / n_dec, d_est / n_dec,
-                                 sum(c.ideal_s * c.count for c in dec_c),
-                                 sum(c.estimated_s * c.count for c in dec_c)))
-        act = max(activation_peak_bytes(pre_ops),
-                  activation_peak_bytes(_device_ops(ctx, s, mb, 1, hi, 1)))
-        mem.append(StageMemory(s, lay.stages[s][0], lay.stages[s][1],
-                               _stage_weight_bytes(ctx, s), kv_cache_bytes(
-                                   sm, precision, lay.replica_batch, wl.max_context),
-                               act, hardware.memory_capacity_bytes))
+    passes = [_stage_pass(ctx, s, lo, hi) for s in range(len(stage_models))]
+    pre_ph, dec_ph = tuple(p.prefill for p in passes), tuple(p.decode for p in passes)
+    pre_t, dec_t = [p.prefill_times for p in passes], [p.decode_times for p in passes]
+    mem = [p.memory for p in passes]
     ov = plan.overlap
     timings, phase_s = {}, {}
     for est in (False, True):
@@ -359,12 +336,56 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
         notes.append("the single-device baseline does not fit in one device's memory "
                      "(speedups compare with a hypothetical device)")
     return ShardReport(
-        model, hardware, precision, workload, lay, tuple(mem), tuple(pre_ph), tuple(dec_ph),
-        tuple(comms), timings[True], timings[False],
-        _breakdown(tuple(pre_ph), pre_t, pre_e, ctx), _breakdown(tuple(dec_ph), dec_t, dec_e, ctx),
+        model, hardware, precision, workload, lay, tuple(mem), pre_ph, dec_ph,
+        tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
+        _breakdown(pre_ph, pre_t, pre_e, ctx), _breakdown(dec_ph, dec_t, dec_e, ctx),
         _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
         _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),
         single.estimated, single.memory.fits, _max_batch(mem, lay, ctx), tuple(notes))
+
+
+@dataclass(frozen=True)
+class _StagePass:
+    """One device of one pipeline stage: its phases (one microbatch), times and memory."""
+    prefill: Phase
+    decode: Phase                    # mean per decode step
+    prefill_times: _StageTimes
+    decode_times: _StageTimes
+    collectives: tuple[CommCost, ...]
+    memory: StageMemory
+
+
+def _comm_times(comms: list[CommCost]) -> tuple[float, float]:
+    return (sum(c.ideal_s * c.count for c in comms),
+            sum(c.estimated_s * c.count for c in comms))
+
+
+def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
+    """Prefill of one microbatch and decode steps at contexts lo..hi (exactly integrated) on a
+    device of stage ``s``, with its collectives and memory."""
+    wl, lay, sm = ctx.workload, ctx.layout, ctx.stage_models[s]
+    mb = lay.microbatch
+    logits = wl.prompt_len if wl.logits_all_tokens else 1
+    pre_ops = _device_ops(ctx, s, mb, wl.prompt_len, wl.prompt_len, logits)
+    pre_rows = [_row("prefill", o, ctx.ideal_r, ctx.est_r) for o in pre_ops]
+    pre_c = _device_comms(ctx, s, mb, wl.prompt_len, logits, "prefill")
+    dec_phase, d_ideal, d_est = integrate_decode(
+        sm, ctx.precision, mb, lo, hi, wl.flash_attention, ctx.ideal_r, ctx.est_r,
+        ops_at=lambda c: _device_ops(ctx, s, mb, 1, c, 1))
+    dec_c = _device_comms(ctx, s, mb, 1, 1, "decode")
+    n_dec = hi - lo + 1
+    act = max(activation_peak_bytes(pre_ops),
+              activation_peak_bytes(_device_ops(ctx, s, mb, 1, hi, 1)))
+    memory = StageMemory(s, lay.stages[s][0], lay.stages[s][1], _stage_weight_bytes(ctx, s),
+                         kv_cache_bytes(sm, ctx.precision, lay.replica_batch, wl.max_context),
+                         act, ctx.hardware.memory_capacity_bytes)
+    return _StagePass(
+        Phase("prefill", tuple(pre_rows) + tuple(_comm_row(c) for c in pre_c)),
+        Phase("decode", dec_phase.rows + tuple(_comm_row(c) for c in dec_c)),
+        _StageTimes(sum(r.ideal_s for r in pre_rows), sum(r.estimated_s for r in pre_rows),
+                    *_comm_times(pre_c)),
+        _StageTimes(d_ideal / n_dec, d_est / n_dec, *_comm_times(dec_c)),
+        tuple(pre_c + dec_c), memory)
 
 
 def _stage_weight_bytes(ctx: _Ctx, s: int) -> float:

@@ -83,7 +83,17 @@ def resolve_plan(model: Model, hardware: Hardware, plan: ParallelPlan,
                  workload: Workload) -> Layout:
     """Check ``plan`` against the model, the links and the workload; ConfigError with the reason
     (and the valid choices) otherwise."""
-    notes = []
+    notes: list[str] = []
+    rep = _check_heads(model, plan, notes)
+    stages = _stages(model, plan)
+    etp = _check_experts(model, plan, notes)
+    _check_links(model, hardware, plan)
+    br, m = _batches(plan, workload.batch, notes)
+    return Layout(plan, br, m, math.ceil(br / m), stages, etp, rep, tuple(notes))
+
+
+def _check_heads(model: Model, plan: ParallelPlan, notes: list[str]) -> int:
+    """TP against the attention and KV heads; returns the KV-head replication factor."""
     n, nkv, tp = model.num_attention_heads, model.num_key_value_heads, plan.tp
     if n % tp:
         raise ConfigError(f"TP={tp} must divide the {n} attention heads of {model.name} "
@@ -106,9 +116,12 @@ def resolve_plan(model: Model, hardware: Hardware, plan: ParallelPlan,
         if size % tp:
             notes.append(f"{what} {size} is not divisible by TP={tp}: padded to "
                          f"{math.ceil(size / tp)} per device")
-    stages = _stages(model, plan)
-    moe = model.moe
-    group = tp * plan.dp
+    return rep
+
+
+def _check_experts(model: Model, plan: ParallelPlan, notes: list[str]) -> int:
+    """EP against the model's experts and the TP x DP group; returns the expert-TP width."""
+    moe, group = model.moe, plan.tp * plan.dp
     if plan.ep > 1:
         if moe is None:
             raise ConfigError(f"EP={plan.ep} needs a mixture-of-experts model; "
@@ -120,21 +133,23 @@ def resolve_plan(model: Model, hardware: Hardware, plan: ParallelPlan,
         if group % plan.ep:
             raise ConfigError(f"EP={plan.ep} must divide TP x DP = {group}: MoE layers run on "
                               f"the TP x DP devices of a pipeline stage")
+        notes.append("EP: the busiest expert rank (expected maximum of distinct experts "
+                     "touched) sets the expert weight traffic")
     etp = group // plan.ep if moe is not None else 1
     if moe is not None and plan.dp > 1:
         notes.append(f"MoE layers span TP x DP = {group} devices (EP {plan.ep} x expert-TP "
                      f"{etp}); tokens of other replicas arrive by all-to-all")
-    if plan.ep > 1:
-        notes.append("EP: the busiest expert rank (expected maximum of distinct experts "
-                     "touched) sets the expert weight traffic")
-    _check_links(model, hardware, plan)
-    b = workload.batch
-    if plan.dp > b:
+    return etp
+
+
+def _batches(plan: ParallelPlan, batch: int, notes: list[str]) -> tuple[int, int]:
+    """(sequences per replica, microbatches) of the global ``batch``."""
+    if plan.dp > batch:
         raise ConfigError(f"DP={plan.dp} replicas need at least {plan.dp} sequences; "
-                          f"the batch is {b}")
-    br = math.ceil(b / plan.dp)
-    if b % plan.dp:
-        notes.append(f"batch {b} over DP={plan.dp}: the fullest replica serves {br}")
+                          f"the batch is {batch}")
+    br = math.ceil(batch / plan.dp)
+    if batch % plan.dp:
+        notes.append(f"batch {batch} over DP={plan.dp}: the fullest replica serves {br}")
     m = plan.microbatches
     if plan.pp == 1:
         if m not in (None, 1):
@@ -145,7 +160,7 @@ def resolve_plan(model: Model, hardware: Hardware, plan: ParallelPlan,
     elif m > br:
         raise ConfigError(f"{m} microbatches need at least {m} sequences per replica; "
                           f"there are {br}")
-    return Layout(plan, br, m, math.ceil(br / m), stages, etp, rep, tuple(notes))
+    return br, m
 
 
 def _stages(model: Model, plan: ParallelPlan) -> tuple[tuple[int, int], ...]:

@@ -25,6 +25,7 @@ PAGES = [
     ("Analysis", "pages/memory_page.py", "Memory", ":material/memory:"),
     ("Extended", "pages/sharding_page.py", "Sharding", ":material/hub:"),
     ("Extended", "pages/memory_tiers_page.py", "Memory tiers", ":material/stacks:"),
+    ("Extended", "pages/speculative_page.py", "Speculative", ":material/fast_forward:"),
     ("Extended", "pages/validation_page.py", "Validation", ":material/fact_check:"),
     ("Analysis", "pages/metrics_page.py", "Metrics", ":material/bolt:"),
     ("Compare", "pages/compare_page.py", "Compare", ":material/compare_arrows:"),

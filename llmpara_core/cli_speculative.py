@@ -9,6 +9,7 @@ from .cli import (add_model_hw_args, add_output_args, add_precision_args, add_wo
                   emit, positive_int, precision_from_args, workload_from_args)
 from .errors import ConfigError
 from .precision import precision_preset
+from .speculative_drafts import DRAFT_PRESETS
 
 DRAFT_KINDS = ("model", "eagle", "mtp", "medusa", "ngram")
 
@@ -57,13 +58,15 @@ def register(subparsers) -> None:
                     "figures at the top level, peak-rate figures under 'ideal' (SI units).")
     add_model_hw_args(p, model_flag="--target")
     p.add_argument("--draft", help="draft model preset or config.json (needed for --draft-kind "
-                                   "model)")
+                                   "model); presets offered first: " + ", ".join(DRAFT_PRESETS))
     p.add_argument("--draft-kind", choices=DRAFT_KINDS, default="model",
                    help="separate model, EAGLE/MTP head built from the target, Medusa heads, or "
                         "n-gram lookup (default: model)")
     p.add_argument("--head-params", type=_positive,
-                   help="own parameters of an eagle/mtp head (default: one target-shaped layer)")
-    p.add_argument("--head-layers", type=positive_int, default=1)
+                   help="own parameters of an eagle/mtp head, e.g. 0.25e9 (default: one "
+                        "target-shaped layer)")
+    p.add_argument("--head-layers", type=positive_int,
+                   help="decoder layers of an eagle/mtp head (default 1)")
     p.add_argument("--draft-hardware", help="device the draft runs on (default: the target's)")
     p.add_argument("--draft-precision", help="precision preset of the draft (default: the "
                                              "target's)")
@@ -89,6 +92,14 @@ def _draft(args, target):
     dprec = precision_preset(args.draft_precision) if args.draft_precision else None
     dhw = load_hardware(args.draft_hardware) if args.draft_hardware else None
     kind = args.draft_kind
+    if kind not in ("eagle", "mtp"):
+        for flag, value in (("--head-params", args.head_params),
+                            ("--head-layers", args.head_layers)):
+            if value is not None:
+                raise ConfigError(f"{flag} is only used with --draft-kind eagle or mtp")
+    if kind == "ngram" and (dprec or dhw):
+        raise ConfigError("--draft-precision and --draft-hardware are not used with --draft-kind "
+                          "ngram (no draft network)")
     if kind == "model":
         if not args.draft:
             raise ConfigError("--draft is required with --draft-kind model")
@@ -96,8 +107,8 @@ def _draft(args, target):
     if args.draft:
         raise ConfigError(f"--draft is not used with --draft-kind {kind}")
     if kind in ("eagle", "mtp"):
-        return head_draft(target, kind, args.head_params, args.head_layers, precision=dprec,
-                          hardware=dhw)
+        return head_draft(target, kind, args.head_params, args.head_layers or 1,
+                          precision=dprec, hardware=dhw)
     if kind == "medusa":
         return medusa_draft(dprec, dhw)
     return ngram_draft()

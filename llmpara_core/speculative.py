@@ -28,14 +28,16 @@ full forward pass in decimal bytes (not GiB x 1e9, not weights only), KV reads i
 experts touched by gamma + 1 tokens (not all experts), peak of the compute data type (not FP32),
 kernel overheads and the device's own ridge point (so speedup differs between devices), draft
 precision and device independent of the target's, and a vocabulary compatibility check.
+
+Drafters, draft presets and the vocabulary check live in ``speculative_drafts`` (re-exported
+here), the exact step sums in ``speculative_passes``, the published measurements in
+``speculative_measurements``.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 import numpy as np
 
@@ -44,10 +46,16 @@ from .errors import ConfigError, require_float, require_int
 from .forward import forward_ops
 from .hardware import Efficiency, Hardware
 from .memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
-from .model import FFNKind, Model, MoE, count_params
-from .operators import OpKind, Operator, elementwise, linear
+from .model import Model, count_params
+from .operators import Operator
 from .precision import Precision
 from .roofline import Rates, op_time_s, rates
+from .speculative_drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa: F401
+                                 VocabCheck, default_draft_slug, draft_preset_slugs,
+                                 head_draft, medusa_draft,
+                                 medusa_ops, medusa_weight_bytes, model_draft, ngram_draft,
+                                 vocab_check)
+from .speculative_passes import _Pass, _Sum, _pass_time_s, _steps
 from .units import bits_to_bytes
 from .workload import Workload
 
@@ -56,103 +64,6 @@ DEFAULT_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
 # ---- inputs ---------------------------------------------------------------------------------
-
-class DraftKind(Enum):
-    """How draft tokens are produced."""
-    MODEL = "model"      # a separate small model, gamma autoregressive passes
-    HEAD = "head"        # EAGLE / DeepSeek-MTP style: decoder layer(s) on the target's features,
-                         # gamma autoregressive passes, the target's embedding and LM head shared
-    MEDUSA = "medusa"    # gamma parallel heads (ResBlock + own LM head) in one pass per step
-    NGRAM = "ngram"      # prompt lookup / n-gram: no network, no cost
-
-
-@dataclass(frozen=True)
-class Draft:
-    """The drafter. ``precision``/``hardware`` None mean the target's (same device: draft and
-    target share its memory and run one after the other)."""
-    kind: DraftKind
-    model: Model | None = None
-    precision: Precision | None = None
-    hardware: Hardware | None = None
-    shares_lm_head: bool = False     # HEAD: the LM head read each step is the target's
-
-    def __post_init__(self):
-        if not isinstance(self.kind, DraftKind):
-            raise ConfigError(f"draft kind must be a DraftKind, got {self.kind!r}")
-        if self.kind in (DraftKind.MODEL, DraftKind.HEAD) and self.model is None:
-            raise ConfigError(f"a {self.kind.value} draft needs a model")
-
-    @property
-    def name(self) -> str:
-        if self.kind in (DraftKind.MODEL, DraftKind.HEAD):
-            return self.model.name
-        return "Medusa heads" if self.kind is DraftKind.MEDUSA else "n-gram lookup"
-
-
-def model_draft(model: Model, precision: Precision | None = None,
-                hardware: Hardware | None = None) -> Draft:
-    """A separate draft model (Leviathan/Chen), optionally at its own precision and device."""
-    return Draft(DraftKind.MODEL, model, precision, hardware)
-
-
-def head_draft(target: Model, style: str = "eagle", params: float | None = None,
-               layers: int = 1, vocab_size: int | None = None,
-               precision: Precision | None = None, hardware: Hardware | None = None) -> Draft:
-    """A self-drafting head run autoregressively on the target's features.
-
-    ``style`` "eagle" (EAGLE-1/2/3: dense decoder layer(s) of the target's attention shape and dense
-    FFN width, plus the 2h -> h feature fusion) or "mtp" (DeepSeek-V3 multi-token prediction: one
-    full target layer, MoE included, plus the 2h -> h projection). ``params`` [parameters]
-    replaces the derived size by a dense head of that many own parameters (embedding and LM head,
-    shared with the target, excluded). ``vocab_size`` gives the head its own reduced LM head
-    (EAGLE-3's draft vocabulary); otherwise it reads the target's LM head every step.
-    The 2h -> h projection (2h^2 weights) is folded into the FFN width (same bytes and FLOPs).
-    """
-    style = str(style).lower()
-    if style not in ("eagle", "mtp"):
-        raise ConfigError(f"head style must be 'eagle' or 'mtp', got {style!r}")
-    layers = require_int("head layers", layers, 1, 64)
-    h = target.hidden_size
-    gated = target.ffn_kind is FFNKind.GATED
-    fold = round(2 * h / (3 if gated else 2))        # 2h*h params as extra FFN width
-    base = replace(target, name=f"{target.name} {style.upper()} head", num_hidden_layers=layers,
-                   sliding_layers=None if target.sliding_layers is None
-                   else target.sliding_layers[:layers],
-                   tie_word_embeddings=False, warnings=(), source="derived from the target",
-                   moe=None)
-    if vocab_size is not None:
-        base = replace(base, vocab_size=require_int("head vocab_size", vocab_size, 1, 10**7))
-    if params is not None:
-        params = require_float("head params", params, lo=0, lo_open=True)
-        dense = replace(base, intermediate_size=1)
-        pc = count_params(dense)
-        fixed = pc.total - pc.embedding - pc.lm_head - pc.ffn_dense
-        per_width = (3 if gated else 2) * h * layers
-        inter = int(round((params - fixed) / per_width))
-        if inter < 1:
-            raise ConfigError(
-                f"head params {params:.3g} is smaller than {layers} attention layer(s) of "
-                f"{target.name} ({fixed:.3g} parameters)")
-        model = replace(dense, intermediate_size=inter)
-    elif style == "mtp" and target.moe is not None:
-        moe = replace(target.moe, first_dense_layers=0,
-                      shared_intermediate_size=target.moe.shared_intermediate_size + fold)
-        model = replace(base, moe=moe)
-    else:
-        model = replace(base, intermediate_size=target.intermediate_size + fold)
-    return Draft(DraftKind.HEAD, model, precision, hardware, shares_lm_head=vocab_size is None)
-
-
-def medusa_draft(precision: Precision | None = None, hardware: Hardware | None = None) -> Draft:
-    """Medusa heads (Cai et al. 2024, arXiv 2401.10774): head i = ResBlock (h x h + bias, SiLU,
-    residual) + its own h x V LM head; all gamma heads run once per step on the last hidden state."""
-    return Draft(DraftKind.MEDUSA, None, precision, hardware)
-
-
-def ngram_draft() -> Draft:
-    """Prompt lookup / n-gram drafting: no model and no device time."""
-    return Draft(DraftKind.NGRAM)
-
 
 @dataclass(frozen=True)
 class Speculation:
@@ -317,12 +228,6 @@ class SpecEnergy:
 
 
 @dataclass(frozen=True)
-class VocabCheck:
-    compatible: bool | None           # None: could not tell
-    message: str
-
-
-@dataclass(frozen=True)
 class SpecReport:
     setup: Setup
     speculation: Speculation
@@ -337,170 +242,6 @@ class SpecReport:
     verify_ops: tuple[Operator, ...]  # the verification pass at the mean step context
     decode_ops: tuple[Operator, ...]  # a plain decode step at the mean context
     notes: tuple[str, ...] = field(default=())
-
-
-# ---- piecewise-affine passes ----------------------------------------------------------------
-
-_FLOPS, _MEM, _COMM, _WEIGHT, _KV = range(5)
-
-
-def _table(ops: tuple[Operator, ...]) -> tuple[np.ndarray, float]:
-    """Per-operator totals (x count) of one pass: rows FLOPs, memory bytes, communication bytes,
-    weight bytes, KV bytes; and the number of kernel launches."""
-    arr = np.array([[o.flops * o.count, o.memory_bytes * o.count, o.comm_bytes * o.count,
-                     o.weight_bytes * o.count, (o.kv_read_bytes + o.kv_write_bytes) * o.count]
-                    for o in ops], float).reshape(-1, 5).T
-    return arr, float(sum(o.count for o in ops))
-
-
-class _Pass:
-    """A forward pass over ``s`` new tokens per sequence as a function of its context c: the
-    per-operator FLOPs and bytes are affine in c between breakpoints (sliding window w: c = w and
-    c = w + s - 1; MLA: c = s, below which the pass takes the expanded prefill form)."""
-
-    def __init__(self, build, s: int, window: int | None, mla: bool, constant: bool = False):
-        self._build, self.s, self.constant = build, s, constant
-        bps = set()
-        if mla:
-            bps.add(s)
-        if window is not None:
-            bps.update({window, window + s - 1})
-        self.bps = sorted(b for b in bps if b >= s)
-        self._cache: dict[int, tuple[np.ndarray, float]] = {}
-
-    def ops(self, c: int) -> tuple[Operator, ...]:
-        return self._build(max(int(c), self.s))
-
-    def table(self, c: int) -> tuple[np.ndarray, float]:
-        c = max(int(c), self.s)
-        if c not in self._cache:
-            self._cache[c] = _table(self._build(c))
-        return self._cache[c]
-
-    def pieces(self, c_first: float, dc: float, n: int):
-        """Split steps j = 0..n-1 at contexts c_first + j*dc into affine pieces; yield
-        (j0, j1, anchor a, table at a, anchor z, table at z)."""
-        if self.constant:
-            t = self.table(self.s)
-            yield 0, n - 1, self.s, t, self.s, t
-            return
-        bounds = [-math.inf] + self.bps + [math.inf]
-        for lo_b, hi_b in zip(bounds[:-1], bounds[1:]):
-            j0 = 0 if lo_b == -math.inf else max(0, math.floor((lo_b - c_first) / dc + 1e-9) + 1)
-            j1 = n - 1 if hi_b == math.inf else min(n - 1, math.floor((hi_b - c_first) / dc + 1e-9))
-            if j1 < j0:
-                continue
-            c0, c1 = c_first + j0 * dc, c_first + j1 * dc
-            a = math.floor(c0 + 1e-9)
-            z = math.ceil(c1 - 1e-9)
-            if lo_b != -math.inf:
-                a = max(a, int(lo_b) + 1)
-            if hi_b != math.inf:
-                z = min(z, int(hi_b))
-            a = max(a, self.s)
-            z = max(z, a)
-            yield j0, j1, a, self.table(a), z, self.table(z)
-
-
-def _at(ta: np.ndarray, tz: np.ndarray, a: int, z: int, c: float) -> np.ndarray:
-    """Per-operator values at context ``c`` from the tables at anchors a and z (affine)."""
-    if z == a:
-        return ta
-    return ta + (tz - ta) * ((c - a) / (z - a))
-
-
-def _sum_max_affine_vec(u0, u1, v0, v1, n) -> np.ndarray:
-    """Element-wise exact sum over k = 0..n-1 of max(u_k, v_k) for u, v affine in k with the
-    given values at k = 0 and k = n - 1 (vectorised ``analysis._sum_max_affine``; ``n`` may be an
-    array broadcasting against the others)."""
-    n = np.asarray(n, float)
-    span = np.maximum(n - 1, 1.0)
-    g0, g1 = u0 - v0, u1 - v1
-    same = (g0 * g1 >= 0) | (n == 1)
-    whole = np.where(g0 + g1 >= 0, n * (u0 + u1) / 2, n * (v0 + v1) / 2)
-    whole = np.where(n == 1, np.maximum(u0, v0), whole)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ks = np.floor(np.where(same, 0.0, g0 / (g0 - g1)) * span)
-    ks = np.clip(ks, 0, np.maximum(n - 2, 0))
-    first_u = g0 > 0
-    f0, f1 = np.where(first_u, u0, v0), np.where(first_u, u1, v1)
-    s0, s1 = np.where(first_u, v0, u0), np.where(first_u, v1, u1)
-
-    def series(x0, x1, i, j):      # sum over k = i..j of affine x
-        return (j - i + 1) * (x0 + (x1 - x0) / span * (i + j) / 2)
-    split = series(f0, f1, 0, ks) + series(s0, s1, ks + 1, n - 1)
-    return np.where(same, whole, split)
-
-
-@dataclass
-class _Sum:
-    """Totals over steps: time [s], FLOPs, memory bytes, weight bytes, KV bytes."""
-    time_s: float = 0.0
-    flops: float = 0.0
-    mem: float = 0.0
-    weight: float = 0.0
-    kv: float = 0.0
-
-    def add(self, other: "_Sum", w: float = 1.0) -> None:
-        for k in ("time_s", "flops", "mem", "weight", "kv"):
-            setattr(self, k, getattr(self, k) + w * getattr(other, k))
-
-
-def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
-    """Exact totals of pass ``p`` over steps at contexts c + j*dc for every c in ``c_firsts``:
-    floor(n_steps) whole steps, then the remainder as a weighted share of one more step."""
-    full = int(math.floor(n_steps + 1e-12))
-    frac = n_steps - full
-    runs = [(c, full, 1.0) for c in c_firsts if full > 0]
-    if frac > 1e-12:
-        runs += [(c + full * dc, 1, frac) for c in c_firsts]
-    v0s, v1s, ms, ws, kerns = [], [], [], [], []
-    for c_first, n, w in runs:
-        for j0, j1, a, (ta, kern), z, (tz, _) in p.pieces(c_first, dc, n):
-            v0s.append(_at(ta, tz, a, z, c_first + j0 * dc))
-            v1s.append(_at(ta, tz, a, z, c_first + j1 * dc))
-            ms.append(j1 - j0 + 1)
-            ws.append(w)
-            kerns.append(kern)
-    out = _Sum()
-    if not ms:
-        return out
-    v0, v1 = np.stack(v0s), np.stack(v1s)             # (runs, field, op)
-    m, w = np.array(ms, float), np.array(ws, float)
-    t = _sum_max_affine_vec(v0[:, _FLOPS] / r.flops_per_s, v1[:, _FLOPS] / r.flops_per_s,
-                            v0[:, _MEM] / r.bytes_per_s, v1[:, _MEM] / r.bytes_per_s, m[:, None])
-    out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
-                       * r.kernel_overhead_s)
-    tot = ((v0 + v1).sum(axis=2) * (m * w / 2)[:, None]).sum(axis=0)   # per field
-    if r.link_bytes_per_s:
-        out.time_s += tot[_COMM] / r.link_bytes_per_s
-    out.flops, out.mem, out.weight, out.kv = tot[_FLOPS], tot[_MEM], tot[_WEIGHT], tot[_KV]
-    return out
-
-
-def _pass_time_s(ops: tuple[Operator, ...], r: Rates, estimated: bool) -> float:
-    return sum(op_time_s(o.flops * o.count, o.memory_bytes * o.count,
-                         o.count if estimated else 0, r, o.comm_bytes * o.count) for o in ops)
-
-
-# ---- Medusa heads as operators ---------------------------------------------------------------
-
-def medusa_ops(target: Model, precision: Precision, batch: int, heads: int) -> tuple[Operator, ...]:
-    """One pass of ``heads`` Medusa heads on ``batch`` hidden states: per head a biased h x h
-    linear, SiLU, the residual add and an h x V LM head (its own weights)."""
-    if heads <= 0:
-        return ()
-    h, v, a = target.hidden_size, target.vocab_size, precision.activation_bits
-    one = (linear("medusa_resblock", OpKind.FFN, batch, h, h, precision.weight_ffn_bits, a, True),
-           elementwise("medusa_silu_residual", OpKind.ELEMENTWISE, batch * h, 6.0, 2, a),
-           linear("medusa_lm_head", OpKind.LM_HEAD, batch, h, v, precision.weight_embed_bits, a))
-    return tuple(replace(o, count=heads, group="medusa") for o in one)
-
-
-def medusa_weight_bytes(target: Model, precision: Precision, heads: int) -> float:
-    h, v = target.hidden_size, target.vocab_size
-    return heads * (bits_to_bytes(h * h + h, precision.weight_ffn_bits)
-                    + bits_to_bytes(h * v, precision.weight_embed_bits))
 
 
 # ---- the engine ------------------------------------------------------------------------------
@@ -733,7 +474,7 @@ def time_by_kind(ops: tuple[Operator, ...], r: Rates, estimated: bool = True) ->
     out: dict[str, float] = {}
     for o in ops:
         t = op_time_s(o.flops * o.count, o.memory_bytes * o.count, o.count if estimated else 0,
-                      r, o.comm_bytes * o.count)
+                      r, o.comm_bytes * o.count, o.kv_read_bytes * o.count)
         out[o.kind.value] = out.get(o.kind.value, 0.0) + t
     return out
 
@@ -845,49 +586,15 @@ def _energy(eng: _Engine, spec: Speculation, mem: SpecMemory, t: SpecTiming, sum
                       "e_byte x bytes (weights, KV, activations)", notes)
 
 
-def _family(model: Model) -> str | None:
-    from .presets import find_preset
-    try:
-        return find_preset("models", model.name).category or None
-    except ConfigError:
-        return None
-
-
-def vocab_check(target: Model, draft: Draft) -> VocabCheck:
-    """Can the draft's tokens be verified by the target directly? Heads and n-gram drafts share
-    the target's tokenizer; a separate model must use the same tokenizer (same family and a
-    vocabulary of about the same size: checkpoints pad embeddings differently)."""
-    if draft.kind is not DraftKind.MODEL:
-        return VocabCheck(True, "the draft shares the target's tokenizer")
-    d = draft.model
-    vt, vd = target.vocab_size, d.vocab_size
-    ft, fd = _family(target), _family(d)
-    close = abs(vt - vd) <= 0.01 * max(vt, vd)
-    if ft and fd and ft.lower() != fd.lower():
-        if vt == vd:
-            return VocabCheck(None, f"draft family {fd!r} differs from target family {ft!r}; "
-                              f"vocabularies have the same size ({vt}) but may not be the same "
-                              "tokenizer")
-        return VocabCheck(False, f"tokenizers differ: {d.name} ({fd}, vocabulary {vd}) cannot draft "
-                          f"for {target.name} ({ft}, vocabulary {vt}) without token translation, "
-                          "which lowers acceptance")
-    if not close:
-        return VocabCheck(False, f"vocabulary sizes differ ({d.name}: {vd}, {target.name}: {vt}); "
-                          "the draft's token ids do not map onto the target's")
-    if ft is None or fd is None:
-        return VocabCheck(None, f"vocabulary sizes match ({vd} vs {vt}) but the tokenizer "
-                          "families are unknown")
-    return VocabCheck(True, f"same tokenizer family ({ft})")
-
-
 def _notes(su: Setup, spec: Speculation) -> list[str]:
     notes = []
     d = su.draft
     ctx = su.workload.max_context + spec.gamma
-    if d.kind is DraftKind.MODEL and d.model.max_position_embeddings \
-            and ctx > d.model.max_position_embeddings:
-        notes.append(f"context {ctx} exceeds the draft's {d.model.max_position_embeddings} "
-                     "positions")
+    models = [("target", su.target)] + ([("draft", d.model)] if d.kind is DraftKind.MODEL else [])
+    for role, m in models:
+        if m.max_position_embeddings and ctx > m.max_position_embeddings:
+            notes.append(f"context {ctx} exceeds the {role}'s {m.max_position_embeddings} "
+                         "positions")
     if spec.verify_tokens is not None and spec.verify_tokens > spec.gamma + 1:
         notes.append(f"tree verification: {spec.verify_tokens} tokens per target pass")
     if d.kind is DraftKind.MEDUSA:

@@ -30,6 +30,13 @@ from .workload import Workload
 DATA_DIR = Path(__file__).resolve().parent.parent / "tests" / "data"
 MEASUREMENTS_CSV = DATA_DIR / "speculative_measurements.csv"
 
+# The tolerance the test suite holds the rows marked in_test to (estimated rates): every row's
+# predicted / measured speedup - 1 within TOLERANCE_EACH, the median |error| within
+# TOLERANCE_MEDIAN, the DeepSeek-R1 MTP series (TensorRT-LLM) within TOLERANCE_MTP.
+TOLERANCE_EACH = 0.50
+TOLERANCE_MEDIAN = 0.15
+TOLERANCE_MTP = 0.10
+
 _PREC_KEYS = {"attn": ("weight_attn_bits",), "ffn": ("weight_ffn_bits",),
               "embed": ("weight_embed_bits",), "act": ("activation_bits",), "kv": ("kv_bits",),
               "weights": ("weight_attn_bits", "weight_ffn_bits", "weight_embed_bits")}
@@ -220,3 +227,32 @@ def compare(m: Measurement) -> Comparison:
 def compare_measurements(path: str | None = None) -> tuple[Comparison, ...]:
     """Every measurement of the CSV with its prediction, in file order."""
     return tuple(compare(m) for m in load_measurements(path))
+
+
+@dataclass(frozen=True)
+class ComparisonSummary:
+    """Errors of the rows in the tolerance test."""
+    rows: int
+    median_abs_error: float | None
+    worst_abs_error: float | None
+    worst_row: str | None
+    within_each: bool
+    within_median: bool
+
+    @property
+    def passes(self) -> bool:
+        return self.rows > 0 and self.within_each and self.within_median
+
+
+def summarize(comparisons) -> ComparisonSummary:
+    """Median and worst |predicted / measured - 1| over the predicted rows marked in_test."""
+    errs = [(abs(c.relative_error), c.row_id) for c in comparisons
+            if c.in_test and c.relative_error is not None]
+    if not errs:
+        return ComparisonSummary(0, None, None, None, False, False)
+    values = sorted(e for e, _ in errs)
+    n = len(values)
+    median = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    worst, worst_id = max(errs)
+    return ComparisonSummary(n, median, worst, worst_id, worst <= TOLERANCE_EACH,
+                             median <= TOLERANCE_MEDIAN)

@@ -451,9 +451,10 @@ def validation_view() -> None:
     st.markdown(
         "**Tolerance (tests/test_energy.py):** given the measured time per step, every "
         "prediction within a factor of 2 (geometric mean in [0.5, 1.25]); with the model's own "
-        "roofline time, within a factor of 4 (geometric mean in [0.25, 1.0]). The full "
-        "prediction is low because vLLM's measured TPOT under continuous batching is 1.5-5x the "
-        "roofline TPOT, and the batch-1 HF-eager rows (E0273/E0274) are overhead-bound. "
+        "estimated time (calibrated efficiency), also within a factor of 2 (geometric mean in "
+        "[0.6, 1.25]). The full prediction is low on average because vLLM's TPOT under "
+        "continuous batching is longer than the modelled one, and the batch-1 HF-eager rows "
+        "(E0273/E0274) are overhead-bound. "
         "Sources: ML.ENERGY Leaderboard v2.0 and v1 (GPU energy via Zeus/NVML, no PUE); "
         "nothing in the energy model was fitted to these rows.")
     st.dataframe(df, hide_index=True)

@@ -24,6 +24,7 @@ PAGES = [
     ("Analysis", "pages/operators_page.py", "Operators", ":material/table_chart:"),
     ("Analysis", "pages/memory_page.py", "Memory", ":material/memory:"),
     ("Extended", "pages/sharding_page.py", "Sharding", ":material/hub:"),
+    ("Extended", "pages/design_space_page.py", "Design space", ":material/scatter_plot:"),
     ("Extended", "pages/memory_tiers_page.py", "Memory tiers", ":material/stacks:"),
     ("Extended", "pages/speculative_page.py", "Speculative", ":material/fast_forward:"),
     ("Extended", "pages/validation_page.py", "Validation", ":material/fact_check:"),

@@ -125,7 +125,7 @@ def _summary(ctx, space, ev, front, objs, args) -> dict:
             "seed": args.seed, "points_evaluated": int(ev.n), "feasible": int(feas.sum()),
             "infeasible": counts,
             "objectives": [vars(dse.OBJECTIVES[o]) for o in objs],
-            "pareto_size": int(len(front)), "best": best,
+            "pareto_size": len(front), "best": best,
             "assumptions": list(ctx.physics.notes)}
 
 

@@ -31,8 +31,8 @@ import numpy as np
 
 from . import dse_physics as phys
 from .analysis import decode_segments
-from .cost import MetricsSettings
 from .carbon import grid_region
+from .cost import MetricsSettings
 from .dse_space import SearchSpace, base_key, key_dtype, sample
 from .errors import ConfigError
 from .forward import forward_ops
@@ -41,13 +41,14 @@ from .memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from .model import Model
 from .pareto import hypervolume, pareto_mask
 from .precision import DType, Precision
+from .units import (BYTES_PER_GB, FLOPS_PER_TFLOP, G_PER_KG, HOURS_PER_YEAR, J_PER_KWH,
+                    S_PER_HOUR, TOKENS_PER_MILLION)
+from .workload import Workload
+
 try:        # KV-read derating of the estimated roofline (absent in older cores: no derating)
     from .roofline import effective_memory_bytes as _effective_memory_bytes
 except ImportError:     # pragma: no cover
     _effective_memory_bytes = None
-from .units import (BYTES_PER_GB, BYTES_PER_MB, FLOPS_PER_TFLOP, G_PER_KG, HOURS_PER_YEAR,
-                    J_PER_KWH, S_PER_HOUR, TOKENS_PER_MILLION)
-from .workload import Workload
 
 CHUNK_POINTS = 1 << 17          # designs evaluated per numpy pass (fits the CPU caches)
 

@@ -305,6 +305,30 @@ def find_space(name: str) -> SearchSpace:
                       f"{', '.join(s.slug for s in presets())})")
 
 
+def axes_text(space: SearchSpace) -> str:
+    """The axes (and fixed values) as the body of a file's ``[axes]`` table: one
+    ``key = [values]`` line per axis, ``key = value`` for a fixed one (``fixed.`` prefix)."""
+    lines = [f"{a.key} = [{', '.join(f'{v:.12g}' for v in a.values)}]" for a in space.axes]
+    lines += [f"fixed.{k} = {v:.12g}" for k, v in space.fixed]
+    return "\n".join(lines) + "\n"
+
+
+def space_from_axes_text(text: str, base: SearchSpace) -> SearchSpace:
+    """``base`` with the axes of ``text`` (the body of an ``[axes]`` table, as ``axes_text``
+    writes it; ``fixed.key = value`` lines fix a value)."""
+    import tomllib
+    if not isinstance(text, str) or len(text) > 20_000:
+        raise ConfigError("axes: expected at most 20,000 characters of TOML")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"axes: not valid TOML ({e})") from None
+    fixed = data.pop("fixed", {})
+    return space_from_dict({"name": f"{base.name} (edited)", "axes": data, "fixed": fixed,
+                            "base_hardware": base.base_hardware,
+                            "description": base.description}, "axes")
+
+
 def load_space_file(path: str) -> SearchSpace:
     """A user's ranges file (TOML, same keys as one preset table)."""
     from .presets import _read_toml

@@ -1,0 +1,152 @@
+"""The Design space page under streamlit.testing.v1.AppTest: Quick Scan renders with the core's
+numbers, URL settings are applied, bad links warn instead of crashing, edited ranges, swept TDP
+and price, NSGA-II, and "Open in Overview" carries the design to the Overview's numbers."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from llmpara_core import dse, dse_space
+from llmpara_core.cost import MetricsSettings
+from llmpara_core.precision import precision_preset
+from llmpara_core.presets import load_hardware, load_model
+from llmpara_core.workload import Workload
+
+APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
+PAGE = "pages/design_space_page.py"
+
+
+def _label(key: str) -> str:
+    """An objective as the page shows it (and as its URL holds it)."""
+    o = dse.OBJECTIVES[key]
+    return f"{o.label} [{o.unit}]" + (" ↑" if o.sense == "max" else " ↓")
+
+
+def _page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    return at
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _count(at, label: str) -> int:
+    return int(_metric(at, label).replace(",", ""))
+
+
+def _core(space, model="llama-3-8b", **kw):
+    ctx = dse.DesignContext(load_model(model), precision_preset("FP16"), Workload(),
+                            load_hardware(space.base_hardware), MetricsSettings())
+    return ctx, dse.explore(ctx, space, **kw)
+
+
+def _derived(slug):
+    return dse_space.find_space(slug).without_axis("tdp").without_axis("price")
+
+
+@pytest.fixture(scope="module")
+def quick():
+    return _page()
+
+
+def test_quick_scan_renders_the_cores_front(quick):
+    at = quick
+    assert not at.exception and not at.error
+    space = _derived("quick-scan")
+    _, res = _core(space)
+    assert _count(at, "Designs evaluated") == space.grid_size == res.points_evaluated
+    assert _count(at, "Feasible") == int(res.evaluation.feasible.sum())
+    assert _count(at, "On the Pareto front") == len(res.front)
+    assert len(at.dataframe[-1].value) == len(res.front)       # the front table
+    assert len(at.get("plotly_chart")) >= 2                      # scatter + tornado
+    assert any(b.label == "Use this design in the sidebar" for b in at.button)
+
+
+def test_url_settings_are_applied():
+    at = _page(ds_preset="Edge/Mobile", ds_method="Random", ds_n="2000", ds_seed="3",
+               ds_obj=[_label("tokens_per_s"), _label("price_usd")], model="llama-3.2-1b")
+    assert not at.exception and not at.error
+    assert at.selectbox(key="ds_preset").value == "edge-mobile"
+    assert _count(at, "Designs evaluated") == 2000
+    assert at.multiselect(key="ds_obj").value == ["tokens_per_s", "price_usd"]
+    _, res = _core(_derived("edge-mobile"), "llama-3.2-1b", method="random", samples=2000,
+                   seed=3, objectives=("tokens_per_s", "price_usd"))
+    assert _count(at, "On the Pareto front") == len(res.front)
+
+
+def test_bad_link_values_warn_and_fall_back():
+    at = _page(ds_preset="nope", ds_n="abc", ds_method="Bogus", ds_tdp="sometimes")
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    for key in ("ds_preset", "ds_n", "ds_method", "ds_tdp"):
+        assert key in text
+    assert _count(at, "Designs evaluated") == _derived("quick-scan").grid_size
+
+
+def test_edited_ranges_and_their_errors():
+    at = _page(ds_edit="true", ds_ranges="peak = [1, 2]\nbw = [100, 200, 300]\ncap = [64]\n")
+    assert not at.exception and not at.error
+    assert _count(at, "Designs evaluated") == 6
+    bad = _page(ds_edit="true", ds_ranges="peak = [1, 2\n")
+    assert not bad.exception
+    assert any("not valid TOML" in e.value for e in bad.error)
+    worse = _page(ds_edit="true", ds_ranges="bandwidth = [1, 2]\n")
+    assert any("did you mean" in e.value and "bw" in e.value for e in worse.error)
+
+
+def test_a_space_without_feasible_designs_says_why():
+    at = _page(ds_preset="Edge/Mobile")            # 16 GB at most: Llama-3 8B FP16 needs more
+    assert not at.exception and not at.error
+    assert _count(at, "Feasible") == 0
+    assert any("No design of this space is feasible" in w.value for w in at.warning)
+
+
+def test_swept_tdp_and_price_use_the_whole_reference_grid():
+    at = _page(ds_tdp="swept")
+    assert not at.exception and not at.error
+    assert _count(at, "Designs evaluated") == dse_space.find_space("quick-scan").grid_size == 243
+
+
+def test_nsga_option_runs_and_shows_its_hypervolume_history():
+    at = _page(ds_preset="Datacenter GPU", ds_method="NSGA-II", ds_pop="16", ds_gen="3")
+    assert not at.exception and not at.error
+    assert _count(at, "Designs evaluated") == 16
+    assert _metric(at, "Hypervolume") != "—"
+    assert len(at.get("plotly_chart")) >= 3                      # + the hypervolume history
+
+
+def _overview_matches(at, point):
+    assert not at.exception
+    numbers = at.session_state["overview_numbers"]              # set by the Overview page
+    assert numbers["throughput_tokens_per_s"] == pytest.approx(point["tokens_per_s"], rel=1e-9)
+    assert numbers["ttft_s"] == pytest.approx(point["ttft_s"], rel=1e-9)
+    assert numbers["e2e_latency_s"] == pytest.approx(point["e2e_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("params, base", [({}, "custom-hardware"),
+                                           ({"ds_preset": "Datacenter GPU",
+                                             "ds_method": "Latin hypercube", "ds_n": "500"},
+                                            "nvidia-h100-sxm")])
+def test_a_front_design_opens_in_the_overview(params, base):
+    at = _page(**params)
+    at.selectbox(key="ds_pick").set_value(1).run()
+    kw = {"method": "lhs", "samples": 500} if params else {}
+    _, res = _core(_derived(dse_space.find_space(
+        "datacenter-gpu" if params else "quick-scan").slug), **kw)
+    point = res.evaluation.point(int(res.front[1]))
+    at.button(key="ds_open").click().run()
+    assert not at.exception
+    ss = at.session_state
+    assert ss["hardware"] == base
+    assert ss["bw"] == pytest.approx(point["bw_gbps"]) and ss["tdp"] == pytest.approx(
+        point["tdp_w"])
+    assert any("Sidebar hardware:" in s.value for s in at.success)
+    at.switch_page("pages/overview_page.py").run()               # the link's target
+    _overview_matches(at, point)

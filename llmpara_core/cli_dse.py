@@ -122,6 +122,8 @@ def _summary(ctx, space, ev, front, objs, args) -> dict:
               dse_physics.REASONS.items()}
     return {"model": ctx.model.name, "base_hardware": ctx.base.name,
             "hardware_class": ctx.base.hw_class.value, "space": space.to_dict(),
+            "derived": [k for k in ("tdp", "price") if space.axis(k) is None
+                        and k not in dict(space.fixed)],
             "seed": args.seed, "points_evaluated": int(ev.n), "feasible": int(feas.sum()),
             "infeasible": counts,
             "objectives": [vars(dse.OBJECTIVES[o]) for o in objs],

@@ -50,6 +50,7 @@ try:        # KV-read derating of the estimated roofline (absent in older cores:
 except ImportError:     # pragma: no cover
     _effective_memory_bytes = None
 
+W_PER_KW = 1000.0
 CHUNK_POINTS = 1 << 17          # designs evaluated per numpy pass (fits the CPU caches)
 
 
@@ -139,6 +140,26 @@ def profile(model: Model, precision: Precision, workload: Workload,
     entries = [(o.flops * o.count, _time_bytes(o.memory_bytes * o.count,
                                                o.kv_read_bytes * o.count, kv_read), 0)
                for o in pre_ops]
+    varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv_read, entries)
+    act = max(activation_peak_bytes(pre_ops),
+              activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
+                                                wl.flash_attention)))
+    needed = (weight_bytes(model, precision) + kv_cache_bytes(model, precision, wl.batch,
+                                                              wl.max_context) + act)
+    share = steps / (hi - lo + 1)
+    pre_f = sum(o.flops * o.count for o in pre_ops)
+    pre_m = sum(o.memory_bytes * o.count for o in pre_ops)
+    arrays = _sorted_sums(entries)
+    return Profile(precision.compute_dtype, wl.batch, wl.prompt_len, wl.batch * wl.gen_len,
+                   steps, hi - lo + 1, *arrays, tuple(varying),
+                   float(sum(o.count for o in pre_ops)), dec_k,
+                   pre_f + share * dec_f, pre_m + share * dec_m, needed)
+
+
+def _decode_terms(model, precision, wl, lo, hi, kv_read, entries):
+    """Decode operators over contexts lo..hi: context-independent ones appended to
+    ``entries`` (times n steps), the others returned as affine (F_a, F_z, M_a, M_z, n);
+    plus kernel launches, FLOPs and bytes summed over the steps."""
     varying, dec_k, dec_f, dec_m = [], 0.0, 0.0, 0.0
     for a, z in decode_segments(model, lo, hi):
         n = z - a + 1
@@ -156,19 +177,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
             dec_k += n * c
             dec_f += n * (fa + fz) / 2
             dec_m += n * (ma + mz) / 2
-    act = max(activation_peak_bytes(pre_ops),
-              activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
-                                                wl.flash_attention)))
-    needed = (weight_bytes(model, precision) + kv_cache_bytes(model, precision, wl.batch,
-                                                              wl.max_context) + act)
-    share = steps / (hi - lo + 1)
-    pre_f = sum(o.flops * o.count for o in pre_ops)
-    pre_m = sum(o.memory_bytes * o.count for o in pre_ops)
-    arrays = _sorted_sums(entries)
-    return Profile(precision.compute_dtype, wl.batch, wl.prompt_len, wl.batch * wl.gen_len,
-                   steps, hi - lo + 1, *arrays, tuple(varying),
-                   float(sum(o.count for o in pre_ops)), dec_k,
-                   pre_f + share * dec_f, pre_m + share * dec_m, needed)
+    return varying, dec_k, dec_f, dec_m
 
 
 def _sorted_sums(entries) -> tuple[np.ndarray, ...]:
@@ -373,7 +382,7 @@ class DesignContext:
         u, pue = s.utilisation, s.pue
         idle_share = (1 - u) / u if s.include_idle else 0.0
         hours = s.lifetime_years * HOURS_PER_YEAR
-        elec = s.usd_per_kwh * pue * (total_j / total_s + idle * idle_share) / 1000.0
+        elec = s.usd_per_kwh * pue * (total_j / total_s + idle * idle_share) / W_PER_KW
         usd_mtok = (price / (hours * u) + elec) * s_tok / S_PER_HOUR * TOKENS_PER_MILLION
         ci = grid_region(s.region).gco2e_per_kwh
         op_g = (j_tok + idle * s_tok * idle_share) * pue / J_PER_KWH * ci

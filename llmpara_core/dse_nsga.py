@@ -68,6 +68,61 @@ def constraints(ctx: dse.DesignContext, ev: dse.Evaluation, swept: set[str]) -> 
     return np.column_stack(g)
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What the pymoo problem needs: the ranged axes (genes), fixed values, swept keys and
+    the objective orientation."""
+    ctx: dse.DesignContext
+    axes: tuple
+    fixed: dict
+    swept: frozenset
+    objectives: tuple[str, ...]
+    flip: np.ndarray
+
+    def decode(self, x: np.ndarray) -> dse.Evaluation:
+        design = {a.key: unit_to_axis(a, x[:, i].copy()) for i, a in enumerate(self.axes)}
+        design.update(self.fixed)
+        return self.ctx.evaluate(design)
+
+
+def _setup(ctx: dse.DesignContext, space: SearchSpace, objs: tuple[str, ...]) -> _Setup:
+    axes = tuple(a for a in space.axes if a.hi > a.lo)
+    if not axes:
+        raise ConfigError("NSGA-II needs at least one axis with a range (lo < hi)")
+    fixed = {a.key: a.lo for a in space.axes if a.hi == a.lo} | dict(space.fixed)
+    swept = frozenset({dse.base_key(a.key) for a in space.axes} |
+                      {dse.base_key(k) for k in fixed})
+    flip = np.array([-1.0 if dse.OBJECTIVES[o].sense == "max" else 1.0 for o in objs])
+    return _Setup(ctx, axes, fixed, swept, objs, flip)
+
+
+def _pymoo_parts(su: _Setup, history: list, senses, ideal, nadir, generations, progress):
+    """The pymoo problem (vectorised over a population) and the per-generation callback."""
+    from pymoo.core.callback import Callback
+    from pymoo.core.problem import Problem
+
+    class _Problem(Problem):
+        def _evaluate(self, x, out, *args, **kwargs):
+            ev = su.decode(x)
+            out["F"] = dse.objective_matrix(ev, su.objectives) * su.flip
+            out["G"] = constraints(su.ctx, ev, su.swept)
+
+    class _History(Callback):
+        def notify(self, algorithm):
+            cv = algorithm.pop.get("CV").ravel()
+            f = algorithm.pop.get("F")[cv <= 0] * su.flip
+            history.append(Generation(algorithm.n_gen, algorithm.evaluator.n_eval,
+                                      int(np.count_nonzero(cv <= 0)),
+                                      _hv(f, senses, ideal, nadir)))
+            if progress is not None:
+                progress(min(1.0, algorithm.n_gen / generations))
+
+    n_con = 3 + ("tdp" in su.swept) + ("price" in su.swept)
+    problem = _Problem(n_var=len(su.axes), n_obj=len(su.objectives), n_ieq_constr=n_con,
+                       xl=np.zeros(len(su.axes)), xu=np.ones(len(su.axes)))
+    return problem, _History()
+
+
 def run_nsga(ctx: dse.DesignContext, space: SearchSpace,
              objectives: Sequence[str] = dse.DEFAULT_OBJECTIVES, population: int = 100,
              generations: int = 40, seed: int = 0, reference_samples: int = 4096,
@@ -80,57 +135,22 @@ def run_nsga(ctx: dse.DesignContext, space: SearchSpace,
     ctx.check_keys(space.keys)
     try:
         from pymoo.algorithms.moo.nsga2 import NSGA2
-        from pymoo.core.callback import Callback
-        from pymoo.core.problem import Problem
         from pymoo.operators.sampling.lhs import LHS
         from pymoo.optimize import minimize
     except ImportError as e:          # pragma: no cover - pymoo is in requirements.txt
         raise ConfigError(f"NSGA-II needs pymoo ({e})") from None
-    axes = [a for a in space.axes if a.hi > a.lo]
-    if not axes:
-        raise ConfigError("NSGA-II needs at least one axis with a range (lo < hi)")
-    fixed = {a.key: a.lo for a in space.axes if a.hi == a.lo} | dict(space.fixed)
-    swept = {dse.base_key(a.key) for a in space.axes} | {dse.base_key(k) for k in fixed}
+    su = _setup(ctx, space, objs)
     senses = [dse.OBJECTIVES[o].sense for o in objs]
-    flip = np.array([-1.0 if s == "max" else 1.0 for s in senses])
     ideal, nadir = _reference(ctx, space, objs, reference_samples, seed)
-
-    def decode(x: np.ndarray) -> dse.Evaluation:
-        design = {a.key: unit_to_axis(a, x[:, i].copy()) for i, a in enumerate(axes)}
-        design.update(fixed)
-        return ctx.evaluate(design)
-
-    class _Problem(Problem):
-        def _evaluate(self, x, out, *args, **kwargs):
-            ev = decode(x)
-            out["F"] = dse.objective_matrix(ev, objs) * flip
-            out["G"] = constraints(ctx, ev, swept)
-
     history: list[Generation] = []
-
-    class _History(Callback):
-        def notify(self, algorithm):
-            pop = algorithm.pop
-            cv = pop.get("CV").ravel()
-            f = pop.get("F")[cv <= 0] * flip
-            hv = _hv(f, senses, ideal, nadir)
-            history.append(Generation(algorithm.n_gen, algorithm.evaluator.n_eval,
-                                      int(np.count_nonzero(cv <= 0)), hv))
-            if progress is not None:
-                progress(min(1.0, algorithm.n_gen / generations))
-
-    n_con = 3 + ("tdp" in swept) + ("price" in swept)
-    problem = _Problem(n_var=len(axes), n_obj=len(objs), n_ieq_constr=n_con,
-                       xl=np.zeros(len(axes)), xu=np.ones(len(axes)))
+    problem, callback = _pymoo_parts(su, history, senses, ideal, nadir, generations, progress)
     res = minimize(problem, NSGA2(pop_size=population, sampling=LHS()),
-                   ("n_gen", generations), seed=seed, callback=_History(), verbose=False,
+                   ("n_gen", generations), seed=seed, callback=callback, verbose=False,
                    save_history=False)
-    x = res.pop.get("X")
-    ev = decode(np.clip(x, 0.0, 1.0))
+    ev = su.decode(np.clip(res.pop.get("X"), 0.0, 1.0))
     front = dse.pareto_front(ev, objs)
-    hv = None
-    if len(front):
-        hv = hypervolume(dse.objective_matrix(ev, objs, front), senses, ideal, nadir)
+    hv = (hypervolume(dse.objective_matrix(ev, objs, front), senses, ideal, nadir)
+          if len(front) else None)
     return NSGAResult(space, objs, ev, front, tuple(history), hv, tuple(ideal.tolist()),
                       tuple(nadir.tolist()), population, generations, seed)
 

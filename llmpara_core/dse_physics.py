@@ -25,6 +25,8 @@ from .precision import DType
 from .presets import load_table
 from .units import J_PER_PJ
 
+MM2_PER_CM2 = 100.0
+
 # Infeasibility reasons (bit flags of ``Evaluation.reasons``), in display order.
 REASON_MEMORY = 1        # the scenario does not fit in the capacity
 REASON_AREA = 2          # die larger than the reticle
@@ -99,7 +101,8 @@ def die_constants() -> DieConstants:
     d = _table()["die"]
     per = d["mm2_per_TFLOPS"]
     return DieConstants(d["reticle_mm2"], d["wafer_diameter_mm"], d["wafer_usd"],
-                        d["defect_density_per_cm2"] / 100.0, d["kgco2e_per_cm2"] / 100.0,
+                        d["defect_density_per_cm2"] / MM2_PER_CM2,
+                        d["kgco2e_per_cm2"] / MM2_PER_CM2,
                         d["sram_mm2_per_MB"], tuple((t, float(per[t.value])) for t in DType))
 
 

@@ -107,7 +107,7 @@ def page(runs: int) -> None:
     for i in range(runs + 1):
         at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
         at.run()
-        at.switch_page("pages/design_space_page.py")
+        at.switch_page("app_pages/design_space_page.py")
         t0 = time.perf_counter()
         at.run()
         if i:                                    # the first run imports the page's modules

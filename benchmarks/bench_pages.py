@@ -27,7 +27,7 @@ def registered_pages() -> list[str]:
     """Page files in the entrypoint's PAGES list (read as text: importing it runs Streamlit)."""
     import re
     text = (ROOT / "streamlit_app.py").read_text()
-    return re.findall(r'"(pages/[a-z0-9_]+\.py)"', text)
+    return re.findall(r'"(app_pages/[a-z0-9_]+\.py)"', text)
 
 
 def _timed(fn) -> float:

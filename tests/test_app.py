@@ -16,8 +16,8 @@ from ui.format import fmt_count, fmt_rate, fmt_time
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "streamlit_app.py")
-CORE_PAGES = ["pages/overview_page.py", "pages/roofline_page.py", "pages/operators_page.py",
-              "pages/memory_page.py", "pages/compare_page.py"]
+CORE_PAGES = ["app_pages/overview_page.py", "app_pages/roofline_page.py", "app_pages/operators_page.py",
+              "app_pages/memory_page.py", "app_pages/compare_page.py"]
 LINK = {"model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "prec": "W4A16",
         "batch": "8", "prompt": "1024", "gen": "128"}
 
@@ -122,7 +122,7 @@ def test_hardware_override_drives_the_numbers():
     assert 1.5 < slow["tpot_s"] / hw["tpot_s"] < 2.0
     assert "edited" in slow["scenario"]["hardware"]["name"]
     # the Roofline page sees the same edited device
-    roof = run_app("pages/roofline_page.py", bw="1675")
+    roof = run_app("app_pages/roofline_page.py", bw="1675")
     assert not roof.exception
     assert any("edited" in (c.value or "") for c in roof.caption)
 
@@ -189,7 +189,7 @@ def test_bad_pasted_config_is_a_message():
 
 
 def test_compare_rows_add_and_remove():
-    at = run_app("pages/compare_page.py")
+    at = run_app("app_pages/compare_page.py")
     n = len(at.dataframe[0].value)
     at.selectbox(key="cmp_add_hw").set_value("amd-mi300x").run()
     at.selectbox(key="cmp_add_prec").set_value("FP8").run()
@@ -202,7 +202,7 @@ def test_compare_rows_add_and_remove():
 
 
 def test_compare_rows_from_link():
-    at = run_app("pages/compare_page.py",
+    at = run_app("app_pages/compare_page.py",
                  cmp=["llama-3-8b|nvidia-h100-sxm|FP16", "llama-3-8b|apple-m4|Q4_0",
                       "nope|x|y"])
     assert not at.exception
@@ -232,3 +232,10 @@ def test_impossible_architecture_edit_is_a_message():
     bad = run_app(None, a_layers="-3")
     assert not bad.exception
     assert any("`a_layers`" in w.value for w in bad.warning)
+
+
+def test_no_legacy_pages_folder():
+    """A pages/ folder next to the entrypoint puts the first run of every server process into
+    Streamlit's legacy multipage mode ("Page not found" on deep links; streamlit_app.py)."""
+    assert not (ROOT / "pages").exists()
+    assert all((ROOT / p).is_file() for p in CORE_PAGES)

@@ -94,6 +94,17 @@ LINK = {"v": "1", "model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "
         "batch": "2", "prompt": "1024", "gen": "128"}
 
 
+def test_deep_link_on_a_fresh_server_opens_its_page(server, browser):
+    """The module's first page load: a cold server process must route /roofline straight to
+    the Roofline page (no "Page not found" from Streamlit's legacy pages/ mode)."""
+    page = _open(browser, f"{server}/roofline?{urlencode(LINK)}")
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=90_000)
+    assert page.get_by_test_id("stException").count() == 0
+    assert "Page not found" not in page.content()
+    assert "Roofline" in page.get_by_role("heading", level=1).first.inner_text()
+    page.screenshot(path=str(OUT / "roofline.png"))
+
+
 def test_shared_link_reopens_scenario_and_follows_batch(server, browser):
     page = _open(browser, f"{server}/?{urlencode(LINK)}")
     boxes = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox")
@@ -124,11 +135,3 @@ def test_hostile_query_string_is_harmless(server, browser):
         assert key in text, key
     assert page.evaluate("window.__pwned === undefined")
     page.screenshot(path=str(OUT / "hostile-link.png"))
-
-
-def test_roofline_page_draws(server, browser):
-    page = _open(browser, f"{server}/roofline?{urlencode(LINK)}")
-    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=90_000)
-    assert page.get_by_test_id("stException").count() == 0
-    assert "Roofline" in page.get_by_role("heading", level=1).first.inner_text()
-    page.screenshot(path=str(OUT / "roofline.png"))

@@ -14,7 +14,7 @@ from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload
 
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGE = "pages/design_space_page.py"
+PAGE = "app_pages/design_space_page.py"
 
 
 def _label(key: str) -> str:
@@ -148,5 +148,5 @@ def test_a_front_design_opens_in_the_overview(params, base):
     assert ss["bw"] == pytest.approx(point["bw_gbps"]) and ss["tdp"] == pytest.approx(
         point["tdp_w"])
     assert any("Sidebar hardware:" in s.value for s in at.success)
-    at.switch_page("pages/overview_page.py").run()               # the link's target
+    at.switch_page("app_pages/overview_page.py").run()               # the link's target
     _overview_matches(at, point)

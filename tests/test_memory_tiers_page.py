@@ -19,7 +19,7 @@ from ui.format import fmt_time, sig
 
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGE = "pages/memory_tiers_page.py"
+PAGE = "app_pages/memory_tiers_page.py"
 VIEWS = ("Placement", "Time per tier", "Precision sweep", "Batch sweep", "Operators", "Energy",
          "Reference claims")
 TIERED = [i.slug for i in list_presets("hardware") if load_hardware(i.slug).memory_tiers]

@@ -13,7 +13,7 @@ from llmpara_core.presets import list_presets
 
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGE = "pages/metrics_page.py"
+PAGE = "app_pages/metrics_page.py"
 
 
 def _page(**params) -> AppTest:

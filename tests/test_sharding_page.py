@@ -14,7 +14,7 @@ from llmpara_core.presets import list_presets, load_hardware
 
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGE = "pages/sharding_page.py"
+PAGE = "app_pages/sharding_page.py"
 CLUSTERS = [load_hardware(i.slug) for i in list_presets("hardware")
             if load_hardware(i.slug).interconnect]
 VIEWS = ("Per device", "Scaling", "Best plan", "Published measurements")

@@ -15,7 +15,7 @@ from ui.scenario import hardware_label, model_label
 
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGE = "pages/speculative_page.py"
+PAGE = "app_pages/speculative_page.py"
 VIEWS = ("Latency", "Batch", "Memory & energy", "Published measurements", "Speedup")
 
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
 APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
-PAGE = "pages/validation_page.py"
+PAGE = "app_pages/validation_page.py"
 HEADER = "row_id,hardware,model,metric,value,weight_bits,context_or_prompt_len,gen_len,framework"
 
 

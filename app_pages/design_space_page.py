@@ -36,7 +36,7 @@ DESIGN_LABELS = {"peak_tflops": "peak TFLOP/s", "bw_gbps": "bandwidth GB/s",
                  "tdp_w": "TDP W", "price_usd": "price USD", "area_mm2": "die mm²",
                  "embodied_kgco2e": "embodied kgCO2e"}
 _CACHE, _APPLIED, _PICK = "_ds_cache", "_ds_applied", "ds_pick"
-OVERVIEW = "pages/overview_page.py"
+OVERVIEW = "app_pages/overview_page.py"
 
 
 def obj_label(key: str) -> str:

@@ -188,9 +188,8 @@ def front_frame(front: dse.Evaluation, objs) -> pd.DataFrame:
 
 def use_design(point: dict, base_slug: str, dtype: str) -> None:
     """Callback: the sidebar's hardware becomes the base preset with the design's peak,
-    bandwidth, capacity, TDP and price as overrides (every page then analyses it). The page
-    then offers a link to the Overview: navigating by link keeps the sidebar's state, a
-    ``st.switch_page`` from the page body does not (it resets the sidebar's widgets)."""
+    bandwidth, capacity, TDP and price as overrides (every page then analyses it); the page
+    body then switches to the Overview."""
     ss = st.session_state
     if ss.get("hardware") != base_slug:
         ss["hardware"] = base_slug
@@ -363,17 +362,15 @@ with st.container(horizontal=True):
 pick = st.selectbox("Design", list(range(front.n)), key=_PICK,
                     format_func=lambda i: dse.design_name(front.point(i)))
 point = front.point(pick)
-st.button("Use this design in the sidebar", key="ds_open", icon=":material/input:",
+st.button("Open this design in the Overview", key="ds_open", icon=":material/open_in_new:",
           on_click=use_design, args=(point, base_slug, ctx.dtype.value),
           help="Sets the sidebar hardware to the base preset with this design's peak, "
                "bandwidth, capacity, TDP and price as overrides, for every page. Times and "
                "tokens/s are the same there; energy, cost and carbon use the preset's idle "
                "power and embodied carbon instead of the design's models.")
-applied = st.session_state.pop(_APPLIED, None)
-if applied:
-    st.success(f"Sidebar hardware: {escape_md(hardware_label(base_slug))} with the design "
-               f"{escape_md(applied)}.", icon=":material/check:")
-    st.page_link(OVERVIEW, label="Open it in the Overview", icon=":material/open_in_new:")
+if st.session_state.pop(_APPLIED, None):
+    # bound page keys cannot be carried by switch_page; the sidebar's are re-added by the app
+    st.switch_page(OVERVIEW, query_params={})
 
 st.subheader("Sensitivity of this design")
 t1, t2 = st.columns([2, 1])

@@ -66,7 +66,7 @@ def test_quick_scan_renders_the_cores_front(quick):
     assert _count(at, "On the Pareto front") == len(res.front)
     assert len(at.dataframe[-1].value) == len(res.front)       # the front table
     assert len(at.get("plotly_chart")) >= 2                      # scatter + tornado
-    assert any(b.label == "Use this design in the sidebar" for b in at.button)
+    assert any(b.label == "Open this design in the Overview" for b in at.button)
 
 
 def test_url_settings_are_applied():
@@ -136,17 +136,19 @@ def _overview_matches(at, point):
                                             "nvidia-h100-sxm")])
 def test_a_front_design_opens_in_the_overview(params, base):
     at = _page(**params)
+    at.sidebar.radio(key="_chart_image_format").set_value("svg").run()   # a sidebar widget
     at.selectbox(key="ds_pick").set_value(1).run()
     kw = {"method": "lhs", "samples": 500} if params else {}
     _, res = _core(_derived(dse_space.find_space(
         "datacenter-gpu" if params else "quick-scan").slug), **kw)
     point = res.evaluation.point(int(res.front[1]))
-    at.button(key="ds_open").click().run()
+    at.button(key="ds_open").click().run()                      # one click: on the Overview
     assert not at.exception
     ss = at.session_state
     assert ss["hardware"] == base
     assert ss["bw"] == pytest.approx(point["bw_gbps"]) and ss["tdp"] == pytest.approx(
         point["tdp_w"])
-    assert any("Sidebar hardware:" in s.value for s in at.success)
-    at.switch_page("app_pages/overview_page.py").run()               # the link's target
+    assert at.sidebar.radio(key="_chart_image_format").value == "svg"   # sidebar state kept
+    assert at.sidebar.number_input(key="prompt").value == 2048
+    assert any(t.value == "Overview" for t in at.title)
     _overview_matches(at, point)

@@ -43,9 +43,10 @@ _WARNINGS = "_url_warnings"
 _PAGE_LINK = "_page_link_params"
 _CUSTOM = "_custom_model"
 _SOURCE = "_model_source"
-_PRESET_MODEL = "_preset_model"
+_SHADOW = "_scenario_shadow"
 SOURCE_PRESET, SOURCE_CONFIG = "Preset", "config.json"
 IMAGE_FORMAT = "_chart_image_format"
+_SHADOWED = (*SCENARIO_KEYS, _SOURCE, IMAGE_FORMAT)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,23 @@ def ensure_state() -> None:
     ss.setdefault(_SOURCE, SOURCE_PRESET)
     ss.setdefault(IMAGE_FORMAT, "png")
     ss[_LOADED] = True
+    _save_shadow()
+
+
+def _save_shadow() -> None:
+    ss = st.session_state
+    ss[_SHADOW] = {k: ss.get(k) for k in _SHADOWED}
+
+
+def restore_state() -> None:
+    """Streamlit drops the state of a widget it did not draw in the previous run: the preset
+    picker while a config.json is used, and every sidebar widget after ``st.switch_page``.
+    The scenario keys are mirrored in a plain (non-widget) key and put back before the
+    widgets are drawn."""
+    ss = st.session_state
+    for k, v in ss.get(_SHADOW, {}).items():
+        if k not in ss:
+            ss[k] = v
 
 
 def current_state() -> dict:
@@ -332,11 +350,6 @@ def _use_config(text: bytes, name: str) -> None:
 
 def _model_section() -> None:
     ss = st.session_state
-    # The preset selectbox is not drawn while a config.json is used, and Streamlit drops the
-    # state of widgets it does not draw: keep the preset slug in a shadow key.
-    if ss.get("model") is None:
-        ss["model"] = ss.get(_PRESET_MODEL) or catalog().default_model
-    ss[_PRESET_MODEL] = ss["model"]
     st.radio("Model source", [SOURCE_PRESET, SOURCE_CONFIG], key=_SOURCE, horizontal=True,
              help="A preset, or any Hugging Face config.json (uploaded or pasted).")
     if ss[_SOURCE] == SOURCE_PRESET:
@@ -478,6 +491,7 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
     """The shared scenario widgets. Returns an empty sidebar container that the entrypoint
     fills with the share link after the page ran (so it includes the page's own keys)."""
     ensure_state()
+    restore_state()
     st.session_state[_PAGE_LINK] = {}
     with st.sidebar:
         share = st.container()
@@ -496,6 +510,7 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
             st.radio("Chart download format", ["png", "svg"], key=IMAGE_FORMAT,
                      horizontal=True, help="Format of the camera button on every chart.")
     sync_url()
+    _save_shadow()
     return share
 
 

@@ -270,7 +270,7 @@ def test_reasons_name_the_known_causes(shipped):
     fitted = set(fitting.fitted_classes(calibration.default_table()))
     assert any("macOS" in r for r in vs.why(by_id["D0346"], fitted))    # 70B on a 64 GB Mac
     assert any("provisional" in r for r in vs.why(by_id["D0759"], fitted))   # CPU class
-    assert any("fp32" in r for r in vs.why(by_id["D0176"], fitted))     # no fp16 tensor peak
+    assert any("fp32" in r for r in vs.why(by_id["D0391"], fitted))     # no fp16 tensor peak
     assert any("tensor parallel" in r for r in vs.why(by_id["D0662"], fitted))
 
 

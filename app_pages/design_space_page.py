@@ -117,8 +117,10 @@ def scatter(s: dict, x: str, y: str, objs) -> go.Figure:
     cloud, front = s["cloud"], s["front"]
     fig = go.Figure()
     ok = cloud.feasible
-    for mask, name, color, op, size in ((~ok, "infeasible designs", BAD_COLOR, 0.18, 4),
-                                        (ok, "feasible designs", CLOUD_COLOR, 0.45, 5)):
+    small = cloud.n <= WEBGL_ABOVE      # few designs: larger, opaque markers stay legible
+    styles = ((~ok, "infeasible designs", BAD_COLOR, 0.5 if small else 0.18, 7 if small else 4),
+              (ok, "feasible designs", CLOUD_COLOR, 0.8 if small else 0.45, 8 if small else 5))
+    for mask, name, color, op, size in styles:
         if not mask.any():
             continue
         sub = cloud.take(np.flatnonzero(mask))
@@ -141,7 +143,7 @@ def scatter(s: dict, x: str, y: str, objs) -> go.Figure:
     for key, upd in ((x, fig.update_xaxes), (y, fig.update_yaxes)):
         kind = _axis_type(cloud[key], front[key])
         upd(title=obj_label(key), type=kind, **(dict(dtick=1, tickformat="~g", minor=dict(
-            ticks="inside", showgrid=True)) if kind == "log" else {}))
+            ticks="inside", showgrid=False)) if kind == "log" else {}))
     fig.update_layout(height=520, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", y=1.08))
     return fig

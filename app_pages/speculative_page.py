@@ -210,7 +210,8 @@ m[0].metric("Speedup", f"{sig(est.speedup)}×",
 m[1].metric("E tokens / step", sig(report.expected_tokens_per_step),
             help="Accepted drafts + the target's own token per verification pass")
 m[2].metric("Tokens/s per sequence", fmt_rate(est.decode_tokens_per_s),
-            delta=f"plain {fmt_rate(est.vanilla_decode_tokens_per_s)}", delta_color="off")
+            delta=f"plain {fmt_rate(est.vanilla_decode_tokens_per_s)}", delta_color="off",
+            delta_arrow="off")
 m[3].metric("Step time", fmt_time(est.step_s),
             help=f"draft {fmt_time(est.draft_s_per_step)} + verification "
                  f"{fmt_time(est.verify_s_per_step)}; plain decode step "
@@ -222,11 +223,11 @@ m[5].metric("Break-even α", "—" if break_even is None else sig(break_even),
             help="Smallest constant α at which this γ is no slower than plain decoding "
                  "(— : never, even at α = 1)" if gamma else "γ = 0: nothing to break even")
 m[6].metric("Memory overhead", fmt_gb(mem.overhead_bytes),
-            delta=fmt_pct(mem.overhead_fraction, 1), delta_color="off",
+            delta=fmt_pct(mem.overhead_fraction, 1), delta_color="off", delta_arrow="off",
             help="Draft weights + draft KV cache + γ speculative KV slots + verification "
                  "activations, against the target's weights + KV + activations (GB = 10⁹ B)")
 m[7].metric("Energy / token", f"{sig(energy.speculative_j_per_token)} J",
-            delta=f"× {sig(energy.ratio)} of plain", delta_color="off",
+            delta=f"× {sig(energy.ratio)} of plain", delta_color="off", delta_arrow="off",
             help=f"Plain decoding {sig(energy.vanilla_j_per_token)} J per generated token; "
                  + escape_md(energy.method))
 

@@ -28,10 +28,10 @@ from llmpara_core.workload import Workload
 # Pinned error summary (median |estimated / measured - 1| on the shipped measurements with the
 # shipped table). A deliberate model change that moves these must re-pin them; a regression of
 # more than one percentage point fails.
-PINNED_DECODE = 0.0593            # all batch-1 decode rows
-PINNED_DECODE_BY_CLASS = {"consumer-gpu": 0.0523, "datacenter-gpu": 0.0845,
+PINNED_DECODE = 0.0585            # all batch-1 decode rows
+PINNED_DECODE_BY_CLASS = {"consumer-gpu": 0.0538, "datacenter-gpu": 0.0845,
                           "unified-soc": 0.0483}
-PINNED_PREFILL = 0.120
+PINNED_PREFILL = 0.100            # 0.120 before the GeForce FP16-accumulate and workstation peaks
 REGRESSION = 0.01
 TARGET = 0.10                     # the bar for batch-1 decode
 
@@ -270,7 +270,13 @@ def test_reasons_name_the_known_causes(shipped):
     fitted = set(fitting.fitted_classes(calibration.default_table()))
     assert any("macOS" in r for r in vs.why(by_id["D0346"], fitted))    # 70B on a 64 GB Mac
     assert any("provisional" in r for r in vs.why(by_id["D0759"], fitted))   # CPU class
-    assert any("fp32" in r for r in vs.why(by_id["D0391"], fitted))     # no fp16 tensor peak
+    # no shipped GPU row lacks an fp16 tensor peak any more: take a prefill row's device off it
+    d0391 = by_id["D0391"]                                            # RTX 4000 Ada, prefill
+    assert not any("fp32" in r for r in vs.why(d0391, fitted))
+    no_tensor = replace(d0391, row=replace(d0391.row, hardware=replace(
+        d0391.row.hardware, peak_fp16_flops_per_s=None, peak_fp8_flops_per_s=None,
+        peak_int8_flops_per_s=None, peak_int4_flops_per_s=None)))
+    assert any("fp32" in r for r in vs.why(no_tensor, fitted))
     assert any("tensor parallel" in r for r in vs.why(by_id["D0662"], fitted))
 
 

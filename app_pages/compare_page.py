@@ -99,7 +99,7 @@ with st.spinner("Analysing the scenarios…"):
     for i, (m, h, p) in enumerate(rows):
         label = f"{i + 1}. {model_label(m).split(' · ')[-1]} · {hardware_label(h).split(' · ')[-1]} · {p}"
         try:
-            hw = preset_hardware(h)
+            hw = scn.on(preset_hardware(h))
             if h == scn.hardware_slug:
                 hw = apply_overrides(hw, scn.overrides)
             rep = report(preset_model(m), hw, PRECISION_PRESETS[p], scn.workload)

@@ -294,7 +294,8 @@ if len(objs) < 2:
 objs = tuple(objs)
 base_slug = preset.base_hardware if base_choice == PRESET_BASE else base_choice
 try:
-    ctx = dse.DesignContext(scn.model, scn.precision, scn.workload, load_hardware(base_slug),
+    ctx = dse.DesignContext(scn.model, scn.precision, scn.workload,
+                            scn.on(load_hardware(base_slug)),
                             MetricsSettings())
     summary = run(ctx, space, method, int(n), int(seed), objs, int(pop), int(gens))
 except ConfigError as e:

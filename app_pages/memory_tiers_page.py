@@ -154,7 +154,7 @@ with c1:
         "Tiers of", [SIDEBAR] + presets, key="mt_hw", default=default,
         format_func=lambda s: "Sidebar hardware" if s == SIDEBAR else names[s],
         help="Start from the sidebar device or a tiered preset, then edit the table below.")
-base_hw = scn.hardware if src == SIDEBAR else load_hardware(src)
+base_hw = scn.hardware if src == SIDEBAR else scn.on(load_hardware(src))
 with c2:
     if not base_hw.memory_tiers:
         st.info(f"{escape_md(base_hw.name)} has no memory hierarchy: it is one main-memory tier. "

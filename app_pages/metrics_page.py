@@ -23,7 +23,7 @@ from llmpara_core.errors import LLMParaError
 from ui import links
 from ui.format import escape_md, fmt_time, sig
 from ui.scenario import (add_warning, chart_config, get_scenario, register_link_param,
-                         url_number, url_segmented, url_selectbox, url_toggle)
+                         url_number, url_segmented, url_selectbox, url_toggle, with_framework)
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "energy_measurements.csv"
@@ -43,8 +43,9 @@ def _metrics(model, hardware, precision, workload, settings, overrides):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _compare(model, precision, workload, settings):
-    hws = [presets.load_hardware(i.slug) for i in presets.list_presets("hardware")]
+def _compare(model, precision, workload, settings, framework):
+    hws = [with_framework(presets.load_hardware(i.slug), framework)
+           for i in presets.list_presets("hardware")]
     return compare_hardware(model, hws, precision, workload, settings)
 
 
@@ -335,7 +336,7 @@ CMP_METRICS = {"j_per_token": "J / output token", "usd_per_million_tokens": "$ /
 def compare_view() -> None:
     st.subheader("The same scenario on every hardware preset")
     with st.spinner("Analysing every hardware preset…"):
-        rows = _compare(scn.model, scn.precision, scn.workload, settings)
+        rows = _compare(scn.model, scn.precision, scn.workload, settings, scn.framework)
     df = pd.DataFrame([{
         "device": r.name, "slug": r.slug, "class": r.hw_class,
         "fits": {True: "fits", False: "does not fit", None: "error"}[r.fits],

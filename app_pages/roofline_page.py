@@ -29,7 +29,7 @@ with c2:
                          format_func=lambda m: {"estimated": "Estimated (derated)",
                                                 "ideal": "Ideal (peak)"}[m])
 try:
-    hw = scn.hardware if hw_choice == SIDEBAR else preset_hardware(hw_choice)
+    hw = scn.hardware if hw_choice == SIDEBAR else scn.on(preset_hardware(hw_choice))
     rep = report(scn.model, hw, scn.precision, scn.workload)
 except ConfigError as e:
     st.error(f"Cannot analyse this scenario: {escape_md(e)}")

@@ -90,7 +90,7 @@ with c1:
         help="A cluster preset is one device plus an [interconnect] section (link bandwidth "
              "per device and direction, latency, topology, device count). Sidebar overrides "
              "apply only to the sidebar hardware.")
-hw = scn.hardware if choice == SIDEBAR else load_hardware(choice)
+hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
 ic = hw.interconnect
 with c2:
     if choice == SIDEBAR:

@@ -168,7 +168,7 @@ if mode == "rates" and rates is None:
 
 def build_setup() -> spx.Setup:
     dp = None if dprec == SAME or choice == "ngram" else precision_preset(dprec)
-    dh = None if dhw == SAME or choice == "ngram" else load_hardware(dhw)
+    dh = None if dhw == SAME or choice == "ngram" else scn.on(load_hardware(dhw))
     if choice in ("eagle", "mtp"):
         draft = spx.head_draft(scn.model, choice, float(head_m) * 1e6 if head_m else None,
                                int(head_layers), precision=dp, hardware=dh)

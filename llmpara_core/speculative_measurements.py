@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import ConfigError
-from .hardware import Hardware, MemoryTier
+from .hardware import Hardware
 from .precision import DType, Precision, precision_preset
 from .presets import load_hardware, load_model
 from .speculative import (Setup, Speculation, head_draft, implied_alpha, model_draft, ngram_draft,

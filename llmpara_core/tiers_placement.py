@@ -192,7 +192,6 @@ def build_items(model: Model, precision: Precision, workload: Workload,
     lo, hi = _decode_range(wl)
     mean_ctx = (lo + hi) / 2.0
     dec = forward_ops(model, precision, b, 1, hi, wl.flash_attention)
-    logits = wl.prompt_len if wl.logits_all_tokens else 1
     act = max(_prefill_activation_bytes(model, precision, wl, prefill_chunk_tokens),
               activation_peak_bytes(dec))
     items: list[Item] = [Item("activations", "activations", act, 1.0, order=-1)]

@@ -239,3 +239,19 @@ def test_no_legacy_pages_folder():
     Streamlit's legacy multipage mode ("Page not found" on deep links; streamlit_app.py)."""
     assert not (ROOT / "pages").exists()
     assert all((ROOT / p).is_file() for p in CORE_PAGES)
+
+
+def test_inference_stack_profile_drives_the_numbers_and_travels_in_the_link():
+    generic = run_app(None).session_state["overview_numbers"]
+    trt = run_app(None, fw="tensorrt-llm")
+    assert not trt.exception and not trt.warning
+    fast = trt.session_state["overview_numbers"]
+    cli = cli_json("--model", "llama-3-8b", "--hardware", "nvidia-h100-sxm",
+                   "--framework", "tensorrt-llm")
+    assert fast["ttft_s"] == pytest.approx(cli["ttft_s"], rel=1e-12)
+    assert fast["ttft_s"] < generic["ttft_s"]           # its fitted compute scale is > 1
+    assert "edited" not in fast["scenario"]["hardware"]["name"]
+    assert "fw=tensorrt-llm" in next(c.value for c in trt.sidebar.code)
+    bad = run_app(None, fw="pytorch-eager")
+    assert not bad.exception
+    assert any("`fw`" in w.value for w in bad.warning)

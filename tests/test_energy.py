@@ -20,7 +20,7 @@ from llmpara_core.cli import main
 from llmpara_core.cost import (MetricsSettings, compare_hardware, metrics_to_dict,
                                scenario_metrics, tco)
 from llmpara_core.energy import (EnergyParams, energy_params, energy_report, energy_roofline,
-                                 estimated_rates, j_per_token_with_step_time, op_energy,
+                                 j_per_token_with_step_time, op_energy,
                                  read_energy_measurements, tdp_fraction_op_energy,
                                  tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import ConfigError

@@ -13,6 +13,8 @@ Link format v=1, keys (every one is written by "Copy link", defaults included):
     dtype                       compute data type whose peak the matmuls use (fp16, fp8, ...)
     batch, prompt, gen          batch size, prompt tokens, generated tokens
     flash                       FlashAttention (1 or 0)
+    fw                          efficiency profile of the inference stack (generic, llama.cpp,
+                                gpt-fast, vllm, tensorrt-llm, mlc, exllamav2, mlx)
 
 Hardware overrides and edited model dimensions, written only when set (absent = the preset's
 own figure):
@@ -35,6 +37,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from llmpara_core.calibration import FRAMEWORKS, GENERIC
+
 from .format import escape_md
 
 FORMAT_VERSION = "1"
@@ -46,6 +50,7 @@ TOKENS_RANGE = (0, 10_000_000)
 BITS_RANGE = (0.25, 64.0)
 
 DTYPES = ("fp32", "fp16", "fp8", "int8", "int4")
+FRAMEWORK_OPTIONS = (GENERIC, *FRAMEWORKS)
 WEIGHT_COMPONENT_KEYS = ("wattn", "wffn", "wemb")
 
 
@@ -99,7 +104,7 @@ OPTIONAL_KEYS = OVERRIDE_KEYS + ARCH_KEYS
 """Scenario keys written only when set (absent = the preset's own value)."""
 
 SCENARIO_KEYS = ("v", "model", "hardware", "prec", "wbits", *WEIGHT_COMPONENT_KEYS, "abits",
-                 "kvbits", "dtype", "batch", "prompt", "gen", "flash", *OVERRIDE_KEYS,
+                 "kvbits", "dtype", "batch", "prompt", "gen", "flash", "fw", *OVERRIDE_KEYS,
                  *ARCH_KEYS)
 """Every URL key the shared sidebar owns. Page-local widgets must use other keys."""
 
@@ -121,7 +126,7 @@ def defaults(cat: Catalog) -> dict:
     """The scenario state when the URL says nothing."""
     state = {"v": FORMAT_VERSION, "model": cat.default_model, "hardware": cat.default_hardware,
              "prec": cat.default_precision, "batch": 1, "prompt": 2048, "gen": 256,
-             "flash": True}
+             "flash": True, "fw": GENERIC}
     state.update(cat.precision_bits(cat.default_precision))
     state.update({k: None for k in OPTIONAL_KEYS})
     return state
@@ -237,6 +242,8 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
         warnings.append("Link parameters `prompt` and `gen` are both 0; using gen=1.")
         state["gen"] = 1
     read("flash", parse_bool, "1 or 0", fallback=int(state["flash"]))
+    read("fw", lambda r: r.strip().lower() if r.strip().lower() in FRAMEWORK_OPTIONS else None,
+         f"one of {', '.join(FRAMEWORK_OPTIONS)}")
     for o in OVERRIDES:
         bound = f"({o.lo:g}" if o.lo_open else f"[{o.lo:g}"
         read(o.key, lambda r, o=o: parse_float(r, o.lo, o.hi, o.lo_open),

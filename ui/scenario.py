@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
+from llmpara_core.calibration import FRAMEWORKS, GENERIC, efficiency_for
 from llmpara_core.errors import ConfigError, PresetNotFoundError
 from llmpara_core.hardware import Hardware
 from llmpara_core.model import Model, with_dimensions
@@ -31,9 +32,9 @@ from llmpara_core.workload import Workload
 
 from . import links
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
-from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES,
-                    SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog, format_number,
-                    parse_query, to_query)
+from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
+                    OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
+                    format_number, parse_query, to_query)
 
 DEFAULT_MODELS = ("llama-3-8b", "Llama-3 8B", "Llama-3.1 8B", "meta-llama-3-8b")
 DEFAULT_HARDWARE = ("nvidia-h100-sxm", "NVIDIA H100 SXM", "H100 SXM")
@@ -66,12 +67,18 @@ class Scenario:
     base_hardware: Hardware | None = field(default=None, compare=False)
     overrides: tuple[tuple[str, float], ...] = ()
     custom_model: bool = False
+    framework: str = GENERIC
+
+    def on(self, hardware: Hardware) -> Hardware:
+        """Another device as this scenario sees it (same inference-stack profile)."""
+        return with_framework(hardware, self.framework)
 
     @property
     def label(self) -> str:
         """One line naming the scenario (plain text)."""
         w = self.workload
-        return (f"{self.model.name} · {self.hardware.name} · {self.precision.name} · "
+        stack = "" if self.framework == GENERIC else f" · {FRAMEWORKS[self.framework][0]}"
+        return (f"{self.model.name} · {self.hardware.name}{stack} · {self.precision.name} · "
                 f"batch {w.batch} · prompt {w.prompt_len} · gen {w.gen_len}")
 
 
@@ -276,6 +283,14 @@ def arch_edits(state: dict) -> dict[str, int]:
     return {a.field: int(state[a.key]) for a in ARCH_EDITS if state.get(a.key) is not None}
 
 
+def with_framework(hardware: Hardware, framework: str) -> Hardware:
+    """``hardware`` with the efficiency of an inference stack's profile (``GENERIC`` = the
+    class's fitted values, i.e. unchanged)."""
+    if framework == GENERIC:
+        return hardware
+    return replace(hardware, efficiency=efficiency_for(hardware, framework))
+
+
 @functools.lru_cache(maxsize=128)
 def _build(items: tuple, custom: Model | None) -> Scenario:
     state = dict(items)
@@ -285,9 +300,10 @@ def _build(items: tuple, custom: Model | None) -> Scenario:
     ov = _overrides(state)
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
                   gen_len=int(state["gen"]), flash_attention=bool(state["flash"]))
-    return Scenario(model, apply_overrides(base_hw, ov), build_precision(state), wl,
-                    to_query(state), state["model"], state["hardware"], state["prec"], base_hw,
-                    ov, custom is not None)
+    fw = state.get("fw") or GENERIC
+    hw = apply_overrides(with_framework(base_hw, fw), ov)
+    return Scenario(model, hw, build_precision(state), wl, to_query(state), state["model"],
+                    state["hardware"], state["prec"], base_hw, ov, custom is not None, fw)
 
 
 def _custom_model() -> Model | None:
@@ -424,6 +440,12 @@ def _hardware_section(scn: Scenario | None) -> None:
     st.selectbox("Hardware preset", hardware_options(), key="hardware",
                  format_func=hardware_label, on_change=_on_hardware_change,
                  help="Type to search; grouped by class.")
+    st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
+                 format_func=lambda f: ("generic (class fit)" if f == GENERIC
+                                        else FRAMEWORKS[f][0]),
+                 help="Efficiency profile of the serving software, fitted on published "
+                      "measurements (Validation page). Generic = the hardware class's fitted "
+                      "values (llama.cpp is the reference stack of the fit).")
     try:
         base = load_hardware(ss["hardware"])
     except ConfigError as e:
@@ -441,7 +463,7 @@ def _hardware_section(scn: Scenario | None) -> None:
         st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active")
     with st.expander("Edit hardware"):
         st.caption("Blank = the preset's value (shown greyed). Overrides drive every page.")
-        eff = base.effective_efficiency
+        eff = with_framework(base, ss.get("fw") or GENERIC).effective_efficiency
         preset_vals = {f"peak_{d}": base.peak_flops_per_s_raw(DType(d)) for d in DTYPES}
         preset_vals.update(bw=base.memory_bandwidth_bytes_per_s, cap=base.memory_capacity_bytes,
                            tdp=base.tdp_w, price=base.price_usd, eff_compute=eff.compute,

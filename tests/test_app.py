@@ -255,3 +255,42 @@ def test_inference_stack_profile_drives_the_numbers_and_travels_in_the_link():
     bad = run_app(None, fw="pytorch-eager")
     assert not bad.exception
     assert any("`fw`" in w.value for w in bad.warning)
+
+
+MY_CHIP = '''name = "My Chip"
+class = "asic"
+source = "test fixture"
+memory_bandwidth_GBps = 1000
+memory_capacity_GB = 64
+tdp_W = 300
+
+[peak_TFLOPS]
+fp16 = 400
+'''
+
+
+def test_hardware_toml_file_is_analysed():
+    at = run_app(None)
+    at.sidebar.radio(key="_hardware_source").set_value("TOML file").run()
+    assert "[peak_TFLOPS]" in at.sidebar.text_area(key="_hw_text").value   # the preset's file
+    at.sidebar.text_area(key="_hw_text").set_value(MY_CHIP)
+    next(b for b in at.sidebar.button if b.label == "Use this hardware").click()
+    at.run()
+    assert not at.exception and not at.error
+    numbers = at.session_state["overview_numbers"]
+    assert numbers["scenario"]["hardware"]["name"] == "My Chip"
+    assert numbers["memory_bandwidth_bytes_per_s"] == 1000e9
+    link = next(c.value for c in at.sidebar.code)
+    assert any("cannot travel in a link" in w.value for w in at.sidebar.warning), link
+
+
+def test_bad_hardware_toml_is_a_message():
+    at = run_app(None)
+    at.sidebar.radio(key="_hardware_source").set_value("TOML file").run()
+    at.sidebar.text_area(key="_hw_text").set_value(MY_CHIP.replace("memory_capacity_GB",
+                                                                   "memory_capacty_GB"))
+    next(b for b in at.sidebar.button if b.label == "Use this hardware").click()
+    at.run()
+    assert not at.exception
+    shown = [e.value.replace("\\", "") for e in at.sidebar.error]      # markdown-escaped
+    assert any("did you mean 'memory_capacity_GB'" in m for m in shown), shown

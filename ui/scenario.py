@@ -43,11 +43,14 @@ _LOADED = "_url_loaded"
 _WARNINGS = "_url_warnings"
 _PAGE_LINK = "_page_link_params"
 _CUSTOM = "_custom_model"
+_HW_SOURCE = "_hardware_source"
+_CUSTOM_HW = "_custom_hardware"
+HW_PRESET, HW_FILE = "Preset", "TOML file"
 _SOURCE = "_model_source"
 _SHADOW = "_scenario_shadow"
 SOURCE_PRESET, SOURCE_CONFIG = "Preset", "config.json"
 IMAGE_FORMAT = "_chart_image_format"
-_SHADOWED = (*SCENARIO_KEYS, _SOURCE, IMAGE_FORMAT)
+_SHADOWED = (*SCENARIO_KEYS, _SOURCE, _HW_SOURCE, IMAGE_FORMAT)
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Scenario:
     overrides: tuple[tuple[str, float], ...] = ()
     custom_model: bool = False
     framework: str = GENERIC
+    custom_hardware: bool = False
 
     def on(self, hardware: Hardware) -> Hardware:
         """Another device as this scenario sees it (same inference-stack profile)."""
@@ -175,6 +179,7 @@ def ensure_state() -> None:
         ss[k] = v
     ss[_WARNINGS] = list(warnings)
     ss.setdefault(_SOURCE, SOURCE_PRESET)
+    ss.setdefault(_HW_SOURCE, HW_PRESET)
     ss.setdefault(IMAGE_FORMAT, "png")
     ss[_LOADED] = True
     _save_shadow()
@@ -292,18 +297,19 @@ def with_framework(hardware: Hardware, framework: str) -> Hardware:
 
 
 @functools.lru_cache(maxsize=128)
-def _build(items: tuple, custom: Model | None) -> Scenario:
+def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None) -> Scenario:
     state = dict(items)
     model = custom if custom is not None else with_dimensions(load_model(state["model"]),
                                                               **arch_edits(state))
-    base_hw = load_hardware(state["hardware"])
+    base_hw = custom_hw if custom_hw is not None else load_hardware(state["hardware"])
     ov = _overrides(state)
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
                   gen_len=int(state["gen"]), flash_attention=bool(state["flash"]))
     fw = state.get("fw") or GENERIC
     hw = apply_overrides(with_framework(base_hw, fw), ov)
     return Scenario(model, hw, build_precision(state), wl, to_query(state), state["model"],
-                    state["hardware"], state["prec"], base_hw, ov, custom is not None, fw)
+                    state["hardware"], state["prec"], base_hw, ov, custom is not None, fw,
+                    custom_hw is not None)
 
 
 def _custom_model() -> Model | None:
@@ -311,12 +317,17 @@ def _custom_model() -> Model | None:
     return ss.get(_CUSTOM) if ss.get(_SOURCE) == SOURCE_CONFIG else None
 
 
+def _custom_hardware() -> Hardware | None:
+    ss = st.session_state
+    return ss.get(_CUSTOM_HW) if ss.get(_HW_SOURCE) == HW_FILE else None
+
+
 def try_scenario() -> tuple[Scenario | None, str | None]:
     """(scenario, None) or (None, error message) for the current state."""
     ensure_state()
     state = current_state()
     try:
-        return _build(tuple(state.items()), _custom_model()), None
+        return _build(tuple(state.items()), _custom_model(), _custom_hardware()), None
     except ConfigError as e:
         return None, str(e)
 
@@ -362,6 +373,53 @@ def _use_config(text: bytes, name: str) -> None:
     except ConfigError as e:
         ss[_CUSTOM] = None
         ss["_custom_model_error"] = str(e)
+
+
+def _use_hardware_file(text: bytes, origin: str) -> None:
+    """Parse a hardware TOML (the presets' format); errors are kept for the sidebar."""
+    import tomllib
+
+    from llmpara_core.hardware_io import hardware_from_dict
+    ss = st.session_state
+    try:
+        try:
+            data = tomllib.loads(text.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"{origin}: not valid TOML ({e})") from None
+        ss[_CUSTOM_HW] = hardware_from_dict(data, origin=origin, slug="uploaded-hardware")
+        ss["_custom_hw_error"] = None
+    except ConfigError as e:
+        ss[_CUSTOM_HW] = None
+        ss["_custom_hw_error"] = str(e)
+
+
+def _hardware_file_section() -> None:
+    from llmpara_core.hardware_io import dumps_toml, hardware_to_dict
+    ss = st.session_state
+    up = st.file_uploader("Upload hardware TOML", type=["toml"], key="_hw_upload",
+                          max_upload_size=1)
+    if up is not None:
+        data = up.getvalue()
+        if ss.get("_hw_upload_id") != (up.file_id, len(data)):
+            ss["_hw_upload_id"] = (up.file_id, len(data))
+            _use_hardware_file(data, f"uploaded {up.name}")
+    if "_hw_text" not in ss:     # start from the preset's own file
+        try:
+            ss["_hw_text"] = dumps_toml(hardware_to_dict(load_hardware(ss["hardware"])))
+        except ConfigError:
+            ss["_hw_text"] = ""
+    with st.form("_paste_hw", border=False):
+        text = st.text_area("…or edit / paste one (format: README)", key="_hw_text", height=160)
+        if st.form_submit_button("Use this hardware"):
+            _use_hardware_file(text.encode("utf-8"), "pasted hardware")
+    err = ss.get("_custom_hw_error")
+    if err:
+        st.error(f"Hardware file rejected: {escape_md(err)}")
+    if ss.get(_CUSTOM_HW) is None:
+        st.info("No hardware file loaded yet; the preset "
+                f"'{escape_md(hardware_label(ss['hardware']))}' is used.")
+    else:
+        st.caption(f"Using **{escape_md(ss[_CUSTOM_HW].name)}** from the file.")
 
 
 def _model_section() -> None:
@@ -437,9 +495,14 @@ def _model_details(model: Model, custom: bool) -> None:
 
 def _hardware_section(scn: Scenario | None) -> None:
     ss = st.session_state
-    st.selectbox("Hardware preset", hardware_options(), key="hardware",
-                 format_func=hardware_label, on_change=_on_hardware_change,
-                 help="Type to search; grouped by class.")
+    st.radio("Hardware source", [HW_PRESET, HW_FILE], key=_HW_SOURCE, horizontal=True,
+             help="A preset, or your own device in the presets' TOML format.")
+    if ss[_HW_SOURCE] == HW_FILE:
+        _hardware_file_section()
+    else:
+        st.selectbox("Hardware preset", hardware_options(), key="hardware",
+                     format_func=hardware_label, on_change=_on_hardware_change,
+                     help="Type to search; grouped by class.")
     st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
                  format_func=lambda f: ("generic (class fit)" if f == GENERIC
                                         else FRAMEWORKS[f][0]),
@@ -447,7 +510,7 @@ def _hardware_section(scn: Scenario | None) -> None:
                       "measurements (Validation page). Generic = the hardware class's fitted "
                       "values (llama.cpp is the reference stack of the fit).")
     try:
-        base = load_hardware(ss["hardware"])
+        base = _custom_hardware() or load_hardware(ss["hardware"])
     except ConfigError as e:
         st.error(escape_md(e))
         return
@@ -477,8 +540,24 @@ def _hardware_section(scn: Scenario | None) -> None:
                             placeholder=f"preset: {shown}", step=None)
         if n_over:
             st.button("Reset to preset", key="_reset_hw", on_click=_reset_overrides)
+        _hardware_download(hw)
         if base.memory_tiers:
             st.caption("This device has memory tiers; the tier pages edit those.")
+
+
+def _hardware_download(hw: Hardware) -> None:
+    """This device (with the edits) as a hardware TOML: the start of a user's own file."""
+    from llmpara_core.hardware_io import dumps_toml, hardware_to_dict
+    try:
+        text = dumps_toml(hardware_to_dict(hw))
+    except ConfigError as e:
+        st.caption(f"Cannot write this device as TOML: {escape_md(e)}")
+        return
+    st.download_button("Download as TOML", text.encode("utf-8"),
+                       f"{hw.slug or 'hardware'}.toml", "application/toml", key="_dl_hw_toml",
+                       icon=":material/download:", on_click="ignore",
+                       help="The presets' file format; edit it and load it back with "
+                            "Hardware source = TOML file.")
 
 
 def _precision_section() -> None:
@@ -551,6 +630,10 @@ def render_share_link(container) -> None:
             st.code(link, language=None, wrap_lines=True)
             st.caption("Every parameter is spelled out (link format v=1), so the link keeps its "
                        "meaning when defaults change.")
+            if scn is not None and scn.custom_hardware:
+                st.warning("The link names the preset "
+                           f"'{escape_md(hardware_label(st.session_state['hardware']))}'; an "
+                           "uploaded hardware file cannot travel in a link.")
             if scn is not None and scn.custom_model:
                 st.warning("The link names the preset "
                            f"'{escape_md(model_label(st.session_state['model']))}'; an uploaded "

@@ -56,7 +56,7 @@ def test_default_view(default_page):
     assert "class: consumer-gpu" in groups and "framework: llama.cpp" in groups
     assert any("Worst cases" in h.value for h in at.subheader)
     assert any("macOS" in md.value or "tensor parallel" in md.value for md in at.markdown)
-    assert len(at.get("download_button")) == 3
+    assert len(at.main.get("download_button")) == 3
 
 
 def test_every_metric_and_colouring_renders(default_page):

@@ -266,6 +266,7 @@ class _Engine:
         self._verify: dict[int, _Pass] = {}
         self._draft: _Pass | None = None
         self._medusa: dict[int, _Pass] = {}
+        self._totals: dict = {}        # (Speculation, estimated) -> totals (curves, grids reuse)
         self.vanilla = {}
         _, ideal_tot, est_tot = integrate_decode(su.target, su.precision, wl.batch, first, last,
                                                  wl.flash_attention, self.r[False], self.r[True])
@@ -298,6 +299,14 @@ class _Engine:
 
     def totals(self, spec: Speculation, estimated: bool) -> tuple[_Sum, _Sum, float, float]:
         """(draft totals, verify totals, E, expected steps) over the decode phase."""
+        key = (spec, estimated)
+        if key not in self._totals:
+            if len(self._totals) > 4096:
+                self._totals.clear()
+            self._totals[key] = self._compute_totals(spec, estimated)
+        return self._totals[key]
+
+    def _compute_totals(self, spec: Speculation, estimated: bool):
         e = spec.tokens_per_step
         n_steps = self.n_tokens / e
         s = spec.verified_tokens

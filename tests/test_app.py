@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
 from ui.format import fmt_count, fmt_rate, fmt_time
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "streamlit_app.py")
 CORE_PAGES = ["app_pages/overview_page.py", "app_pages/roofline_page.py", "app_pages/operators_page.py",
               "app_pages/memory_page.py", "app_pages/compare_page.py"]
 LINK = {"model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "prec": "W4A16",
@@ -23,14 +23,7 @@ LINK = {"model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "prec": "W4
 
 
 def run_app(page: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    if page is not None:
-        at.switch_page(page)
-        at.run()
-    return at
+    return open_page(page, **params)
 
 
 def metrics(at: AppTest) -> dict[str, str]:

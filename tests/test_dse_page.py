@@ -2,9 +2,9 @@
 numbers, URL settings are applied, bad links warn instead of crashing, edited ranges, swept TDP
 and price, NSGA-II, and "Open in Overview" carries the design to the Overview's numbers."""
 
-from pathlib import Path
-
 import pytest
+from apptest_util import metric as _metric
+from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
 from llmpara_core import dse, dse_space
@@ -13,7 +13,6 @@ from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload
 
-APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGE = "app_pages/design_space_page.py"
 
 
@@ -24,17 +23,7 @@ def _label(key: str) -> str:
 
 
 def _page(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    return at
-
-
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return open_page(PAGE, **params)
 
 
 def _count(at, label: str) -> int:

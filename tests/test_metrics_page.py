@@ -3,31 +3,18 @@ hardware comparison covers every preset (the ones that do not fit are marked, no
 URL settings are applied, bad links warn instead of crashing, the reference model toggle and
 the validation against published measurements are shown."""
 
-import logging
-from pathlib import Path
-
 import pytest
+from apptest_util import metric as _metric
+from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
 from llmpara_core.presets import list_presets
 
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
-APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGE = "app_pages/metrics_page.py"
 
 
 def _page(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    return at
-
-
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return open_page(PAGE, **params)
 
 
 def _number(text: str) -> float:

@@ -3,17 +3,14 @@ cluster preset and on a single device, URL settings are applied, bad link values
 plans give messages (never tracebacks), "Use this plan" applies the best plan, and the
 comparison with published TP measurements is shown."""
 
-import logging
-from pathlib import Path
-
 import pytest
+from apptest_util import metric as _metric
+from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
 from llmpara_core import parallel as P
 from llmpara_core.presets import list_presets, load_hardware
 
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
-APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGE = "app_pages/sharding_page.py"
 CLUSTERS = [load_hardware(i.slug) for i in list_presets("hardware")
             if load_hardware(i.slug).interconnect]
@@ -21,17 +18,7 @@ VIEWS = ("Per device", "Scaling", "Best plan", "Published measurements")
 
 
 def _page(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    return at
-
-
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return open_page(PAGE, **params)
 
 
 def _errors(at) -> list[str]:

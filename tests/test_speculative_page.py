@@ -4,37 +4,25 @@ targets, self-drafting heads, another draft device, the vocabulary warning and t
 with published measurements."""
 
 import json
-import logging
-from pathlib import Path
 
 import pytest
+from apptest_util import metric as _metric
+from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
 from llmpara_core.speculative_measurements import compare_measurements
 from ui.scenario import hardware_label, model_label
 
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
-APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGE = "app_pages/speculative_page.py"
 VIEWS = ("Latency", "Batch", "Memory & energy", "Published measurements", "Speedup")
 
 
 def _page(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    return at
+    return open_page(PAGE, **params)
 
 
 def _draft(slug: str) -> str:
     return f"Model · {model_label(slug)}"
-
-
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
 
 
 def _speedup(at) -> float:

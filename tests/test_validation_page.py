@@ -3,30 +3,17 @@ headline and both predictions, every metric view renders, URL settings are appli
 values warn and fall back, pasted measurements are predicted and refitted, bad CSVs give a
 message instead of a traceback."""
 
-import logging
-from pathlib import Path
-
 import pytest
+from apptest_util import metric as _metric
+from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
-logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").disabled = True
-APP = str(Path(__file__).resolve().parent.parent / "streamlit_app.py")
 PAGE = "app_pages/validation_page.py"
 HEADER = "row_id,hardware,model,metric,value,weight_bits,context_or_prompt_len,gen_len,framework"
 
 
 def _page(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    return at
-
-
-def _metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return open_page(PAGE, **params)
 
 
 def _pct(text: str) -> float:

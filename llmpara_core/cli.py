@@ -37,6 +37,33 @@ class _Parser(argparse.ArgumentParser):
 
 # ---- shared option groups -------------------------------------------------------------------
 
+def number_in(lo: float, hi: float, lo_open: bool = False, what: str = "a number"):
+    """An argparse type: a finite number in [lo, hi] (or (lo, hi] with ``lo_open``)."""
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+        if not math.isfinite(v) or v > hi or v < lo or (lo_open and v == lo):
+            raise argparse.ArgumentTypeError(f"expected {what} in {'(' if lo_open else '['}"
+                                             f"{lo:g}, {hi:g}], got {s}")
+        return v
+    return parse
+
+
+def integer_in(lo: int, hi: int):
+    """An argparse type: an integer in [lo, hi]."""
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}], got {s}")
+        return v
+    return parse
+
+
 def positive_int(s: str) -> int:
     try:
         v = int(s)

@@ -13,10 +13,10 @@ with ``--migration`` / ``--batches`` the tier-migration and batch sweeps.
 from __future__ import annotations
 
 import argparse
-import math
 
 from .cli import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
-                  emit, positive_int, precision_from_args, workload_from_args)
+                  emit, number_in, positive_int, precision_from_args,
+                  workload_from_args)
 from .errors import ConfigError
 from .tiers import STRATEGIES, hetero
 from .tiers_report import (SweepPoint, batch_sweep, reference_estimate, result_to_dict,
@@ -40,16 +40,6 @@ def _batches(s: str) -> tuple[int, ...]:
     return out
 
 
-def _zipf(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
-    if not math.isfinite(v) or not 0 <= v <= 10:
-        raise argparse.ArgumentTypeError(f"expert popularity exponent must be in [0, 10], got {s}")
-    return v
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "hetero", help="decode on heterogeneous memory tiers (placement, per-tier streaming)")
@@ -67,7 +57,8 @@ def register(subparsers) -> None:
     p.add_argument("--no-prefetch", action="store_true",
                    help="every operator pays its tiers' access latency (default: only "
                         "data-dependent reads: embedding gather, routed experts)")
-    p.add_argument("--expert-zipf", type=_zipf, default=0.0, metavar="S",
+    p.add_argument("--expert-zipf", default=0.0, metavar="S",
+                   type=number_in(0, 10, what="an expert popularity exponent"),
                    help="MoE expert popularity ~ 1/rank^S (0 = uniform routing)")
     p.add_argument("--migration", action="store_true",
                    help="add the weight/KV precision sweep 16 -> 8 -> 4 -> 2 bits")

@@ -13,23 +13,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from . import cli
 from .errors import ConfigError
-
-
-def _positive(lo: float, hi: float, lo_open: bool = True):
-    def parse(s: str) -> float:
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
-        if not math.isfinite(v) or v > hi or v < lo or (lo_open and v == lo):
-            raise argparse.ArgumentTypeError(f"expected a number in {'(' if lo_open else '['}"
-                                             f"{lo:g}, {hi:g}], got {s}")
-        return v
-    return parse
 
 
 def add_metrics_args(p: argparse.ArgumentParser) -> None:
@@ -38,18 +24,18 @@ def add_metrics_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--region", default="world",
                    help="grid region for CO2e (key, name or the reference's names such as "
                         "Global_Average; `llmpara metrics --list-regions`)")
-    g.add_argument("--pue", type=_positive(1, 10, lo_open=False), help="facility PUE (>= 1)")
-    g.add_argument("--usd-per-kwh", type=_positive(0, 100, lo_open=False),
+    g.add_argument("--pue", type=cli.number_in(1, 10), help="facility PUE (>= 1)")
+    g.add_argument("--usd-per-kwh", type=cli.number_in(0, 100),
                    help="electricity price [USD/kWh]")
-    g.add_argument("--lifetime-years", type=_positive(0, 100), help="service life [years]")
-    g.add_argument("--utilisation", type=_positive(0, 1), help="busy fraction of the life (0, 1]")
-    g.add_argument("--price-usd", type=_positive(0, 1e9, lo_open=False),
+    g.add_argument("--lifetime-years", type=cli.number_in(0, 100, lo_open=True), help="service life [years]")
+    g.add_argument("--utilisation", type=cli.number_in(0, 1, lo_open=True), help="busy fraction of the life (0, 1]")
+    g.add_argument("--price-usd", type=cli.number_in(0, 1e9),
                    help="device price override [USD]")
     g.add_argument("--energy-model", choices=("components", "tdp-fraction"),
                    default="components",
                    help="components: static + pJ/FLOP + pJ/byte (default); tdp-fraction: the "
                         "reference tool's TDP x power-fraction model")
-    g.add_argument("--alpha", type=_positive(0, 1, lo_open=False),
+    g.add_argument("--alpha", type=cli.number_in(0, 1),
                    help="compute power fraction of the tdp-fraction model")
     g.add_argument("--no-idle-energy", action="store_true",
                    help="do not charge idle hours (1 - utilisation) to the tokens")

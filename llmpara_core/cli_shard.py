@@ -11,21 +11,12 @@ import argparse
 from dataclasses import replace
 
 from .cli import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
-                  emit, positive_int, precision_from_args, workload_from_args)
+                  emit, number_in, positive_int, precision_from_args,
+                  workload_from_args)
 from .errors import ConfigError
 from .export import _plain
 from .parallel import (OBJECTIVES, STRATEGIES, ParallelPlan, scaling_curve, search_plans,
                        shard_analyze, shard_report_to_dict)
-
-
-def _fraction(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {s!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {s}")
-    return v
 
 
 def _layers(s: str) -> tuple[int, ...]:
@@ -56,7 +47,7 @@ def register(subparsers) -> None:
                    help="pipeline microbatches (default min(batch per replica, PP))")
     g.add_argument("--stage-layers", type=_layers,
                    help="layers per pipeline stage, e.g. 21,19 (default: even split)")
-    g.add_argument("--overlap", type=_fraction, default=0.0,
+    g.add_argument("--overlap", type=number_in(0, 1), default=0.0,
                    help="fraction of communication hidden under compute (default 0)")
     g.add_argument("--no-vocab-parallel", action="store_true",
                    help="keep embedding and LM head whole on every TP rank (gpt-fast)")

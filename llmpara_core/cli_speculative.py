@@ -6,7 +6,8 @@ import argparse
 import math
 
 from .cli import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
-                  emit, positive_int, precision_from_args, workload_from_args)
+                  emit, integer_in, number_in, positive_int, precision_from_args,
+                  workload_from_args)
 from .errors import ConfigError
 from .precision import precision_preset
 from .speculative_drafts import DRAFT_PRESETS
@@ -14,14 +15,7 @@ from .speculative_drafts import DRAFT_PRESETS
 DRAFT_KINDS = ("model", "eagle", "mtp", "medusa", "ngram")
 
 
-def _unit(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {s!r}") from None
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {s}")
-    return v
+_unit = number_in(0, 1)
 
 
 def _rates(s: str) -> tuple[float, ...]:
@@ -31,24 +25,7 @@ def _rates(s: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"--acceptance: {e}") from None
 
 
-def _positive(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {s!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {s}")
-    return v
-
-
-def _gamma(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
-    if not 0 <= v <= 64:
-        raise argparse.ArgumentTypeError(f"gamma must be in [0, 64], got {s}")
-    return v
+_gamma = integer_in(0, 64)
 
 
 def register(subparsers) -> None:
@@ -62,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--draft-kind", choices=DRAFT_KINDS, default="model",
                    help="separate model, EAGLE/MTP head built from the target, Medusa heads, or "
                         "n-gram lookup (default: model)")
-    p.add_argument("--head-params", type=_positive,
+    p.add_argument("--head-params", type=number_in(0, math.inf, lo_open=True),
                    help="own parameters of an eagle/mtp head, e.g. 0.25e9 (default: one "
                         "target-shaped layer)")
     p.add_argument("--head-layers", type=positive_int,
@@ -74,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--alpha", type=_unit, help="per-token acceptance probability")
     p.add_argument("--acceptance", type=_rates,
                    help="per-position acceptance rates a1,a2,... (overrides --alpha)")
-    p.add_argument("--expected-tokens", type=_positive,
+    p.add_argument("--expected-tokens", type=number_in(0, math.inf, lo_open=True),
                    help="measured tokens per target pass E (overrides --alpha/--acceptance)")
     p.add_argument("--verify-tokens", type=positive_int,
                    help="tokens per verification pass (tree verification; default gamma + 1)")

@@ -385,7 +385,7 @@ def test_metrics_to_dict_is_plain_json():
 #   row within a factor of 2 of the measurement, geometric-mean ratio in [0.5, 1.25];
 # * full prediction (the model's own estimated time, with the calibrated efficiency of
 #   presets/tables/efficiency.toml): every row within a factor of 2, geometric-mean ratio in
-#   [0.6, 1.25] (measured 0.79 with the committed calibration; the uncalibrated roofline was
+#   [0.6, 1.25] (measured 0.80 with the committed calibration; the uncalibrated roofline was
 #   at 0.25-1.0). It stays low on average because vLLM's TPOT under continuous batching is
 #   longer than the modelled one; the test checks that the time is the main cause: with the
 #   measured time the median |log error| is smaller.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from .analysis import OpRow, Phase, Timing, _row, _timing, analyze, integrate_decode
 from .forward import forward_ops
 from .hardware import Efficiency, Hardware, Topology
-from .memory import activation_peak_bytes, kv_cache_bytes
+from .memory import MemoryFootprint, activation_peak_bytes, kv_cache_bytes
 from .model import Model, NormKind, count_params
 from .operators import OpKind, Operator
 from .parallel_comm import Collective, CommCost, Net, collective_terms
@@ -29,27 +29,12 @@ TOKEN_ID_BYTES = 4.0          # int32 token ids sent back from the last stage in
 # ---- results --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StageMemory:
-    """Memory of one device of pipeline stage ``stage`` [bytes]."""
-    stage: int
-    first_layer: int
-    layers: int
-    weight_bytes: float
-    kv_cache_bytes: float
-    activation_bytes: float
-    capacity_bytes: float
-
-    @property
-    def total_bytes(self) -> float:
-        return self.weight_bytes + self.kv_cache_bytes + self.activation_bytes
-
-    @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
-
-    @property
-    def utilisation(self) -> float:
-        return self.total_bytes / self.capacity_bytes
+class StageMemory(MemoryFootprint):
+    """Memory of one device of pipeline stage ``stage`` [bytes] (totals and fit as for a
+    single device)."""
+    stage: int = 0
+    first_layer: int = 0
+    layers: int = 0
 
 
 @dataclass(frozen=True)
@@ -376,9 +361,11 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
     n_dec = hi - lo + 1
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(_device_ops(ctx, s, mb, 1, hi, 1)))
-    memory = StageMemory(s, lay.stages[s][0], lay.stages[s][1], _stage_weight_bytes(ctx, s),
-                         kv_cache_bytes(sm, ctx.precision, lay.replica_batch, wl.max_context),
-                         act, ctx.hardware.memory_capacity_bytes)
+    memory = StageMemory(
+        _stage_weight_bytes(ctx, s),
+        kv_cache_bytes(sm, ctx.precision, lay.replica_batch, wl.max_context), act,
+        ctx.hardware.memory_capacity_bytes, stage=s, first_layer=lay.stages[s][0],
+        layers=lay.stages[s][1])
     return _StagePass(
         Phase("prefill", tuple(pre_rows) + tuple(_comm_row(c) for c in pre_c)),
         Phase("decode", dec_phase.rows + tuple(_comm_row(c) for c in dec_c)),

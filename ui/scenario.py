@@ -375,6 +375,20 @@ def _use_config(text: bytes, name: str) -> None:
         ss["_custom_model_error"] = str(e)
 
 
+def _new_upload(label: str, ext: str, key: str, max_mb: int) -> tuple[bytes, str] | None:
+    """(contents, file name) of a file uploader's file the first run after it was chosen;
+    None otherwise (a file stays in the uploader across reruns and must be parsed once)."""
+    up = st.file_uploader(label, type=[ext], key=key, max_upload_size=max_mb)
+    if up is None:
+        return None
+    data = up.getvalue()
+    seen = (up.file_id, len(data))
+    if st.session_state.get(f"{key}_id") == seen:
+        return None
+    st.session_state[f"{key}_id"] = seen
+    return data, up.name
+
+
 def _use_hardware_file(text: bytes, origin: str) -> None:
     """Parse a hardware TOML (the presets' format); errors are kept for the sidebar."""
     import tomllib
@@ -396,13 +410,9 @@ def _use_hardware_file(text: bytes, origin: str) -> None:
 def _hardware_file_section() -> None:
     from llmpara_core.hardware_io import dumps_toml, hardware_to_dict
     ss = st.session_state
-    up = st.file_uploader("Upload hardware TOML", type=["toml"], key="_hw_upload",
-                          max_upload_size=1)
-    if up is not None:
-        data = up.getvalue()
-        if ss.get("_hw_upload_id") != (up.file_id, len(data)):
-            ss["_hw_upload_id"] = (up.file_id, len(data))
-            _use_hardware_file(data, f"uploaded {up.name}")
+    new = _new_upload("Upload hardware TOML", "toml", "_hw_upload", 1)
+    if new is not None:
+        _use_hardware_file(new[0], f"uploaded {new[1]}")
     if "_hw_text" not in ss:     # start from the preset's own file
         try:
             ss["_hw_text"] = dumps_toml(hardware_to_dict(load_hardware(ss["hardware"])))
@@ -431,14 +441,10 @@ def _model_section() -> None:
                      help="Type to search; grouped by family.", on_change=_reset_arch)
         _architecture_editor()
         return
-    up = st.file_uploader("Upload config.json", type=["json"], key="_config_upload",
-                          max_upload_size=2)
-    if up is not None:
-        data = up.getvalue()
-        if ss.get("_config_upload_id") != (up.file_id, len(data)):
-            ss["_config_upload_id"] = (up.file_id, len(data))
-            _use_config(data, up.name.removesuffix(".json") if up.name != "config.json"
-                        else "uploaded model")
+    new = _new_upload("Upload config.json", "json", "_config_upload", 2)
+    if new is not None:
+        _use_config(new[0], new[1].removesuffix(".json") if new[1] != "config.json"
+                    else "uploaded model")
     with st.form("_paste_config", border=False):
         text = st.text_area("…or paste config.json", key="_config_text", height=120)
         name = st.text_input("Name", key="_config_name", placeholder="my-model")

@@ -29,12 +29,11 @@ written by ``scripts/fit_efficiency.py``.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, replace
 
 from . import efficiency_table
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 from .hardware import (
     CLASS_DEFAULTS,
     DEVICE_EFFICIENCY_CLASS,
@@ -112,9 +111,8 @@ def resolve_framework(name: str) -> str:
     key = name.strip().lower()
     if key in FRAMEWORKS:
         return key
-    close = difflib.get_close_matches(key, list(FRAMEWORKS), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise ConfigError(f"unknown framework {name!r}{hint} (known: {', '.join(FRAMEWORKS)})")
+    raise ConfigError(f"unknown framework {name!r}{did_you_mean(key, FRAMEWORKS)} "
+                      f"(known: {', '.join(FRAMEWORKS)})")
 
 
 def framework_of_label(label: str) -> str | None:

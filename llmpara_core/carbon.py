@@ -16,11 +16,10 @@ carbon uses the user's lifetime and utilisation; results are per token of the ac
 
 from __future__ import annotations
 
-import difflib
 import functools
 from dataclasses import dataclass
 
-from .errors import ConfigError, require_float
+from .errors import ConfigError, did_you_mean, require_float
 from .presets import load_table, normalize
 from .units import G_PER_KG, HOURS_PER_YEAR, J_PER_KWH, S_PER_HOUR, TOKENS_PER_MILLION
 
@@ -76,9 +75,7 @@ def grid_region(name: str | None = None) -> GridRegion:
     reg = _region_index().get(normalize(name))
     if reg is None:
         names = [r.name for r in grid_regions()] + [r.key for r in grid_regions()]
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ConfigError(f"unknown grid region {name!r}{hint}")
+        raise ConfigError(f"unknown grid region {name!r}{did_you_mean(name, names)}")
     return reg
 
 

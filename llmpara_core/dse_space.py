@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ConfigError, require_int
+from .errors import ConfigError, did_you_mean, require_int
 from .precision import DType
 
 METHODS = ("grid", "random", "lhs")
@@ -174,9 +174,7 @@ def axis_from_spec(key: str, spec, origin: str = "") -> Axis:
         raise ConfigError(f"{where}: expected a list of values or a table with lo, hi, count")
     for k in spec:
         if k not in _AXIS_TABLE_KEYS:
-            close = difflib.get_close_matches(str(k), _AXIS_TABLE_KEYS, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"{where}: unknown key {k!r}{hint}")
+            raise ConfigError(f"{where}: unknown key {k!r}{did_you_mean(k, _AXIS_TABLE_KEYS, 1)}")
     if "values" in spec:
         if any(k in spec for k in ("lo", "hi", "count")):
             raise ConfigError(f"{where}: give either values or lo/hi/count, not both")
@@ -263,9 +261,7 @@ def space_from_dict(data: dict, origin: str, slug: str = "") -> SearchSpace:
         raise ConfigError(f"{origin}: expected a table")
     for k in data:
         if k not in _SPACE_KEYS:
-            close = difflib.get_close_matches(str(k), _SPACE_KEYS, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"{origin}: unknown key {k!r}{hint}")
+            raise ConfigError(f"{origin}: unknown key {k!r}{did_you_mean(k, _SPACE_KEYS, 1)}")
     axes_spec = data.get("axes")
     if not isinstance(axes_spec, dict) or not axes_spec:
         raise ConfigError(f"{origin}: an [axes] table with at least one axis is required")
@@ -299,8 +295,7 @@ def find_space(name: str) -> SearchSpace:
         if key in (normalize(s.slug), normalize(s.name)):
             return s
     names = [s.name for s in presets()]
-    close = difflib.get_close_matches(str(name), names, n=2, cutoff=0.4)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(name, names, n=2, cutoff=0.4)
     raise ConfigError(f"unknown design-space preset {name!r}{hint} (presets: "
                       f"{', '.join(s.slug for s in presets())})")
 

@@ -1,5 +1,7 @@
 """The package's own exceptions. Faces (CLI, pages) catch these and show the message."""
 
+import difflib
+
 
 class LLMParaError(Exception):
     """Base class for every error raised on purpose by llmpara_core."""
@@ -46,3 +48,9 @@ def require_float(field: str, value, lo: float | None = None, hi: float | None =
     if hi is not None and value > hi:
         raise ConfigError(f"{field} must be <= {hi}, got {value}")
     return value
+
+
+def did_you_mean(name, options, n: int = 3, cutoff: float = 0.5) -> str:
+    """"; did you mean 'a', 'b'?" naming the options closest to ``name`` ("" if none is)."""
+    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=n, cutoff=cutoff)
+    return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -7,14 +7,13 @@ ignoring punctuation ("LLaMA-3 8B" = "llama-3-8b" = "Llama 3 8B"). ``load_model`
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError, PresetNotFoundError
+from .errors import ConfigError, PresetNotFoundError, did_you_mean
 from .hardware import Hardware
 from .model import Model
 
@@ -71,8 +70,7 @@ def find_preset(kind: str, name: str) -> PresetInfo:
     info = idx.get(normalize(name))
     if info is None:
         names = [i.name for i in _catalogue(kind)]
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, names, cutoff=0.4)
         label = "model" if kind == "models" else "hardware"
         raise PresetNotFoundError(f"unknown {label} {name!r}{hint} "
                                   f"(`llmpara {kind if kind == 'models' else 'hardware'}` lists them)")

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import dse
 from . import dse_physics as phys
-from .dse_space import SearchSpace, axis_to_unit, sample, unit_to_axis
+from .dse_space import SearchSpace, sample, unit_to_axis
 from .errors import ConfigError, require_int
 from .pareto import Hypervolume, hypervolume, pareto_mask
 
@@ -177,8 +177,3 @@ def _hv(f: np.ndarray, senses, ideal, nadir) -> float:
     f = f[pareto_mask(f, senses)]
     return hypervolume(f, senses, ideal, nadir).value
 
-
-def unit_genes(space: SearchSpace, design: dict) -> np.ndarray:
-    """Genes in [0, 1] of designs given in display units (for seeding or inspection)."""
-    axes = [a for a in space.axes if a.hi > a.lo]
-    return np.column_stack([axis_to_unit(a, design[a.key]) for a in axes])

@@ -112,9 +112,6 @@ def pareto_mask(points, senses: Sequence[str] | None = None) -> np.ndarray:
     return out
 
 
-def pareto_indices(points, senses: Sequence[str] | None = None) -> np.ndarray:
-    """Row indices (ascending) of the non-dominated points."""
-    return np.flatnonzero(pareto_mask(points, senses))
 
 
 def pareto_mask_naive(points, senses: Sequence[str] | None = None) -> np.ndarray:

@@ -259,10 +259,6 @@ def map_measurement(m: Measurement) -> Mapped | Skipped:
                   a_hw + a_model + a_prec + a_wl + a_dev)
 
 
-def load_default() -> tuple[list[Mapped], list[Skipped]]:
-    """The shipped measurements, mapped."""
-    rows, skipped = read_measurements()
-    return map_all(rows, skipped)
 
 
 def map_all(rows, skipped=()) -> tuple[list[Mapped], list[Skipped]]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .errors import require_int
-from .speculative import (MAX_GAMMA, SpecMemory, SpecReport, Setup, Speculation, batch_sweep,
-                          expected_tokens_per_step, setup_rates, speculative_memory, speedup,
-                          time_by_kind)
+from .speculative import (MAX_GAMMA, BatchPoint, SpecMemory, SpecReport, Setup, Speculation,
+                          batch_sweep, expected_tokens_per_step, setup_rates,
+                          speculative_memory, speedup, time_by_kind)
 from .speculative_drafts import DraftKind
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -89,14 +89,9 @@ def step_breakdown(report: SpecReport) -> tuple[StepPart, ...]:
 
 
 @dataclass(frozen=True)
-class BatchRow:
-    batch: int
-    speedup: float
-    vanilla_throughput_tokens_per_s: float
-    throughput_tokens_per_s: float
-    verify_s_per_step: float
-    vanilla_tpot_s: float
-    fits: bool
+class BatchRow(BatchPoint):
+    """A batch-sweep point and whether target, draft and their KV caches fit at it."""
+    fits: bool = True
 
 
 def batch_rows(setup: Setup, spec: Speculation, batches=DEFAULT_BATCHES) -> tuple[BatchRow, ...]:
@@ -106,9 +101,7 @@ def batch_rows(setup: Setup, spec: Speculation, batches=DEFAULT_BATCHES) -> tupl
     for p in batch_sweep(setup, spec, batches, True):
         su = replace(setup, workload=replace(setup.workload, batch=p.batch))
         fits = speculative_memory(su, spec).fits
-        out.append(BatchRow(p.batch, p.speedup, p.vanilla_throughput_tokens_per_s,
-                            p.throughput_tokens_per_s, p.verify_s_per_step, p.vanilla_tpot_s,
-                            fits))
+        out.append(BatchRow(**vars(p), fits=fits))
     return tuple(out)
 
 

@@ -13,8 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llmpara_core import dse, dse_physics, dse_space
-from llmpara_core.cost import MetricsSettings
+from llmpara_core import dse
+from llmpara_core.dse import physics as dse_physics, space as dse_space
+from llmpara_core.metrics.cost import MetricsSettings
 from llmpara_core.errors import ConfigError
 from llmpara_core.presets import load_hardware
 from ui.format import escape_md, sig
@@ -78,7 +79,7 @@ def run(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tup
     bar = st.progress(0.0, text="Evaluating designs…") if big else None
     tick = (lambda f: bar.progress(min(1.0, f))) if bar else None
     if method == "nsga":
-        from llmpara_core.dse_nsga import run_nsga
+        from llmpara_core.dse.nsga import run_nsga
         res = run_nsga(ctx, space, objs, pop, gens, seed, progress=tick)
         out = _summarise(res.evaluation, res.front, {"hv": res.hv, "history": res.history})
     else:

@@ -17,9 +17,9 @@ from llmpara_core.model import Model
 from llmpara_core.precision import PRECISION_PRESETS, Precision
 from llmpara_core.presets import list_presets, load_hardware, load_model
 from llmpara_core.tiers import CATEGORIES, OVERLAPS, STRATEGIES, HeteroResult, hetero
-from llmpara_core.tiers_io import (TIER_COLUMNS, decode_tiers, encode_tiers, parse_pins,
+from llmpara_core.tiers.formats import (TIER_COLUMNS, decode_tiers, encode_tiers, parse_pins,
                                    tier_table, tiers_from_table)
-from llmpara_core.tiers_report import (batch_sweep, check_reference_claims, placement_rows,
+from llmpara_core.tiers.report import (batch_sweep, check_reference_claims, placement_rows,
                                        reference_estimate, result_to_dict, tier_migration,
                                        tier_rows)
 from llmpara_core.units import BYTES_PER_GB, BYTES_PER_MB, J_PER_PJ, S_PER_MS, S_PER_US

@@ -14,9 +14,9 @@ import streamlit as st
 
 from llmpara_core import presets
 from llmpara_core.analysis import analyze
-from llmpara_core.carbon import grid_region, grid_regions
-from llmpara_core.cost import MetricsSettings, compare_hardware, metrics_to_dict, scenario_metrics
-from llmpara_core.energy import (energy_roofline, energy_table, estimated_rates,
+from llmpara_core.metrics.carbon import grid_region, grid_regions
+from llmpara_core.metrics.cost import MetricsSettings, compare_hardware, metrics_to_dict, scenario_metrics
+from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimated_rates,
                                  params_for_report, read_energy_measurements, reference_alpha,
                                  tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import LLMParaError

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llmpara_core import speculative as spx
-from llmpara_core import speculative_measurements as meas
-from llmpara_core import speculative_views as views
+from llmpara_core.speculative import measurements as meas
+from llmpara_core.speculative import views
 from llmpara_core.errors import ConfigError, LLMParaError
 from llmpara_core.precision import PRECISION_PRESETS, precision_preset
 from llmpara_core.presets import load_hardware, load_model

@@ -8,8 +8,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from llmpara_core import calibration, fitting, validation
-from llmpara_core import validation_summary as vs
+from llmpara_core import calibration
+from llmpara_core.calibration import fitting, measurements as validation
+from llmpara_core.calibration import summary as vs
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.units import S_PER_US

@@ -72,7 +72,8 @@ def whole_process(runs: int, samples: int) -> None:
 
 
 def in_process(runs: int, samples: int) -> None:
-    from llmpara_core import dse, dse_space
+    from llmpara_core import dse
+    from llmpara_core.dse import space as dse_space
     from llmpara_core.precision import precision_preset
     from llmpara_core.presets import load_hardware, load_model
     from llmpara_core.workload import Workload

@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llmpara_core import calibration, fitting, validation, validation_summary
+from llmpara_core import calibration
+from llmpara_core.calibration import fitting, measurements as validation, summary as validation_summary
 from llmpara_core.efficiency_table import TABLE_PATH
 from llmpara_core.errors import LLMParaError
 from llmpara_core.hardware import HardwareClass

@@ -9,9 +9,10 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from llmpara_core import dse, dse_space
+from llmpara_core import dse
+from llmpara_core.dse import space as dse_space
 from llmpara_core.cli import main
-from llmpara_core.cost import MetricsSettings
+from llmpara_core.metrics.cost import MetricsSettings
 from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload

@@ -7,8 +7,9 @@ from apptest_util import metric as _metric
 from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
-from llmpara_core import dse, dse_space
-from llmpara_core.cost import MetricsSettings
+from llmpara_core import dse
+from llmpara_core.dse import space as dse_space
+from llmpara_core.metrics.cost import MetricsSettings
 from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload

@@ -15,11 +15,11 @@ from hypothesis import given, settings, strategies as st
 
 from helpers import H100, LLAMA3_8B, MIXTRAL, TINY
 from llmpara_core.analysis import OpRow, analyze
-from llmpara_core.carbon import carbon_per_million_tokens, grid_region, grid_regions
+from llmpara_core.metrics.carbon import carbon_per_million_tokens, grid_region, grid_regions
 from llmpara_core.cli import main
-from llmpara_core.cost import (MetricsSettings, compare_hardware, metrics_to_dict,
+from llmpara_core.metrics.cost import (MetricsSettings, compare_hardware, metrics_to_dict,
                                scenario_metrics, tco)
-from llmpara_core.energy import (EnergyParams, energy_params, energy_report, energy_roofline,
+from llmpara_core.metrics.energy import (EnergyParams, energy_params, energy_report, energy_roofline,
                                  j_per_token_with_step_time, op_energy,
                                  read_energy_measurements, tdp_fraction_op_energy,
                                  tdp_fraction_roofline, validate_energy)

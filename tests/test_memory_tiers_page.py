@@ -12,8 +12,8 @@ from llmpara_core.analysis import analyze
 from llmpara_core.presets import list_presets, load_hardware, load_model
 from llmpara_core.precision import PRECISION_PRESETS
 from llmpara_core.tiers import hetero
-from llmpara_core.tiers_io import decode_tiers, tier_table, tiers_from_table
-from llmpara_core.tiers_report import check_reference_claims, tier_migration
+from llmpara_core.tiers.formats import decode_tiers, tier_table, tiers_from_table
+from llmpara_core.tiers.report import check_reference_claims, tier_migration
 from llmpara_core.workload import Workload
 from ui.format import fmt_time, sig
 

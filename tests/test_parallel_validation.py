@@ -96,7 +96,7 @@ def test_pipeline_rows_use_three_nodes(comparisons):
 
 def test_bad_tables_are_config_errors(monkeypatch):
     import llmpara_core.presets as presets
-    from llmpara_core import parallel_validation as V
+    from llmpara_core.parallel import measurements as V
     good = presets.load_table("tp_measurements")
 
     def table(**changes):

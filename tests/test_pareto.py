@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from llmpara_core.errors import ConfigError
-from llmpara_core.pareto import (hypervolume, non_dominated_ranks, non_dominated_ranks_naive,
+from llmpara_core.dse.pareto import (hypervolume, non_dominated_ranks, non_dominated_ranks_naive,
                                  pareto_mask, pareto_mask_naive, to_minimisation)
 
 # Small integer grids make ties and exact duplicates common (the hard cases).

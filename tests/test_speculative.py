@@ -26,7 +26,7 @@ from llmpara_core.speculative import (DraftKind, Setup, Speculation, analyze_spe
                                       expected_tokens_per_step, head_draft, implied_alpha,
                                       medusa_draft, model_draft, ngram_draft, optimal_gamma,
                                       speedup, speedup_grid, vocab_check)
-from llmpara_core.speculative_measurements import (TOLERANCE_EACH, TOLERANCE_MEDIAN,
+from llmpara_core.speculative.measurements import (TOLERANCE_EACH, TOLERANCE_MEDIAN,
                                                    TOLERANCE_MTP, aggregate,
                                                    compare_measurements, load_measurements,
                                                    parse_precision, summarize)
@@ -473,7 +473,7 @@ def test_target_context_beyond_its_positions_is_noted():
 
 
 def test_gamma_curves_match_speedup_and_start_at_one():
-    from llmpara_core.speculative_views import gamma_curves
+    from llmpara_core.speculative.views import gamma_curves
     su = setup()
     curves = gamma_curves(su, [0.6, 0.9], gamma_max=8)
     for c in curves:
@@ -485,7 +485,7 @@ def test_gamma_curves_match_speedup_and_start_at_one():
 
 @pytest.mark.parametrize("draft", [None, head_draft(MIXTRAL, "mtp"), medusa_draft(), ngram_draft()])
 def test_step_breakdown_adds_up_to_the_headline_times(draft):
-    from llmpara_core.speculative_views import step_breakdown
+    from llmpara_core.speculative.views import step_breakdown
     target = LLAMA3_8B if draft is None else MIXTRAL
     rep = analyze_speculative(setup(target, draft), Speculation(3, alpha=0.7))
     parts = step_breakdown(rep)
@@ -508,7 +508,7 @@ def test_step_breakdown_adds_up_to_the_headline_times(draft):
 
 
 def test_batch_rows_mark_what_does_not_fit_and_memory_parts_add_up():
-    from llmpara_core.speculative_views import batch_rows, memory_parts
+    from llmpara_core.speculative.views import batch_rows, memory_parts
     su = setup(wl=Workload(1, 4096, 256))
     spec = Speculation(4, alpha=0.8)
     rows = batch_rows(su, spec, [1, 8, 64, 512])

@@ -10,7 +10,7 @@ from apptest_util import metric as _metric
 from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
-from llmpara_core.speculative_measurements import compare_measurements
+from llmpara_core.speculative.measurements import compare_measurements
 from ui.scenario import hardware_label, model_label
 
 PAGE = "app_pages/speculative_page.py"

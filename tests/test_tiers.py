@@ -24,9 +24,9 @@ from llmpara_core.model import Model, MoE
 from llmpara_core.precision import Precision
 from llmpara_core.tiers import (STRATEGIES, build_items, evaluate, expert_selection_probs,
                                 hetero, place)
-from llmpara_core.tiers_io import (MAX_TIERS, decode_tiers, encode_tiers, format_pins,
+from llmpara_core.tiers.formats import (MAX_TIERS, decode_tiers, encode_tiers, format_pins,
                                    parse_pins, tier_table, tiers_from_table)
-from llmpara_core.tiers_report import (batch_sweep, quantised, reference_estimate,
+from llmpara_core.tiers.report import (batch_sweep, quantised, reference_estimate,
                                        result_to_dict, tier_migration)
 from llmpara_core.workload import Workload
 
@@ -528,7 +528,7 @@ def test_claim_check_on_the_cambricon_preset():
     hot-first more; INT4 (KV still FP16) well under 35x over greedy and far under over
     hot-first."""
     from llmpara_core.presets import load_hardware, load_model
-    from llmpara_core.tiers_report import REFERENCE_WORKLOAD, check_reference_claims
+    from llmpara_core.tiers.report import REFERENCE_WORKLOAD, check_reference_claims
     c = check_reference_claims(load_model("Llama-3 8B"), load_hardware("cambricon-llm-chiplet"),
                                FP16)
     assert c.workload == REFERENCE_WORKLOAD == REF_WL

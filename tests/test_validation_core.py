@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from helpers import H100, LLAMA3_8B
-from llmpara_core import calibration, fitting, validation
-from llmpara_core import validation_summary as vs
+from llmpara_core import calibration
+from llmpara_core.calibration import fitting, measurements as validation
+from llmpara_core.calibration import summary as vs
 from llmpara_core.analysis import analyze
 from llmpara_core.cli import main
 from llmpara_core.efficiency_table import read_table

@@ -64,11 +64,11 @@ def preset_hardware(slug: str) -> Hardware:
 def decode_crossover(model: Model, hardware: Hardware, precision: Precision,
                      workload: Workload, max_batch: int):
     """Smallest batch at which decode turns compute-bound (see llmpara_core.ui_support)."""
-    from llmpara_core.ui_support import decode_crossover_batch
+    from llmpara_core.sweeps import decode_crossover_batch
     return decode_crossover_batch(model, hardware, precision, workload, max_batch=max_batch)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def kv_growth(model: Model, precision: Precision, batch: int, max_context: int, points: int):
-    from llmpara_core.ui_support import kv_cache_curve
+    from llmpara_core.sweeps import kv_cache_curve
     return kv_cache_curve(model, precision, batch, max_context, points)

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from llmpara_core.tiers import HeteroResult
-from llmpara_core.tiers_report import SweepPoint
+from llmpara_core.tiers.report import SweepPoint
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 
 from .format import fmt_bytes, fmt_time, sig

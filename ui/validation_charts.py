@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from llmpara_core.validation_summary import BAND
+from llmpara_core.calibration.summary import BAND
 
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#EECA3B",
            "#9D755D", "#FF9DA6", "#17BECF")

@@ -1,0 +1,363 @@
+"""Predictions against published measurements: each row of a measurements CSV (the columns of
+``presets/tables/measurements.csv``) is mapped to a scenario, predicted ideal and estimated,
+and compared with the measured value.
+
+Mapping rules (each assumption travels with the row):
+
+* model and hardware: a preset name or alias, else ``presets/tables/measurement_mapping.toml``;
+* precision: ``weight_bits`` for every weight tensor (file-size bits, so the format's scales are
+  included), 16-bit activations and KV cache, fp16 compute; formats mixing bit widths (MXFP4
+  experts) come from the mapping table;
+* workload: batch, prompt = ``context_or_prompt_len``, generated = ``gen_len``; llama-bench tgN
+  is N tokens from an empty cache (prompt 0), ppN one N-token prompt; decode rows without
+  lengths assume tg128;
+* metrics: ``decode_tok_s`` = 1 / mean TPOT of one sequence, ``prefill_tok_s`` = prompt / TTFT,
+  ``ttft_ms`` = TTFT;
+* devices: ``layer-split`` = pipeline stages (PP = devices), ``tensor`` = TP = devices, over the
+  link of ``[link_for]`` (``parallel.shard_analyze``).
+
+Rows that cannot be mapped are returned as :class:`Skipped` with the reason, never dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+from dataclasses import dataclass, replace
+
+from ..analysis import analyze
+from .efficiency import GENERIC, EfficiencyTable, default_table, framework_of_label
+from ..errors import ConfigError, LLMParaError, PresetNotFoundError
+from ..hardware import Hardware, HardwareClass, Interconnect, Topology
+from ..model import Model
+from ..precision import DType, Precision
+from ..presets import PRESET_DIR, find_preset, load_hardware, load_model, load_table
+from ..units import BYTES_PER_GB, S_PER_MS, S_PER_US
+from ..workload import Workload
+
+MEASUREMENTS_PATH = PRESET_DIR / "tables" / "measurements.csv"
+REQUIRED = ("hardware", "model", "metric", "value")
+OPTIONAL = ("row_id", "hardware_class", "num_devices", "parallelism", "params_b", "quant",
+            "weight_bits", "batch", "context_or_prompt_len", "gen_len", "framework", "source",
+            "notes")
+METRICS = ("decode_tok_s", "prefill_tok_s", "ttft_ms")
+MAX_CSV_BYTES = 5_000_000
+MAX_ROWS = 20_000
+ASSUMED_GEN_LEN = 128
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement (the CSV's columns, parsed; None = not stated)."""
+    row_id: str
+    hardware: str
+    model: str
+    metric: str
+    value: float
+    framework: str = ""
+    hardware_class: str = ""
+    num_devices: int | None = 1
+    parallelism: str = "single"
+    quant: str = ""
+    weight_bits: float | None = None
+    batch: int = 1
+    context_or_prompt_len: int | None = None
+    gen_len: int | None = None
+    source: str = ""
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    row_id: str
+    hardware: str
+    model: str
+    metric: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """A measurement and the scenario that reproduces it."""
+    measurement: Measurement
+    model: Model
+    hardware: Hardware                   # one device (with the link set for multi-device rows)
+    precision: Precision
+    workload: Workload
+    tp: int = 1
+    pp: int = 1
+    framework: str | None = None         # profile name, None = no profile for this stack
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.pp
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+def read_measurements(text: str | bytes | None = None) -> tuple[list[Measurement], list[Skipped]]:
+    """Parse a measurements CSV (default: the shipped one). File-level problems raise
+    ConfigError; a row with a bad cell becomes a Skipped row naming the cell."""
+    if text is None:
+        text = MEASUREMENTS_PATH.read_bytes()
+    if isinstance(text, bytes):
+        if len(text) > MAX_CSV_BYTES:
+            raise ConfigError(f"measurements file too large ({len(text)} bytes; limit "
+                              f"{MAX_CSV_BYTES})")
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ConfigError("measurements file is not UTF-8 text") from None
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ConfigError(f"measurements CSV lacks column(s) {', '.join(missing)} (needs "
+                          f"{', '.join(REQUIRED)}; optional: {', '.join(OPTIONAL)})")
+    reader.fieldnames = header
+    rows, skipped = [], []
+    for i, raw in enumerate(reader):
+        if i >= MAX_ROWS:
+            raise ConfigError(f"measurements CSV has more than {MAX_ROWS} rows")
+        cells = {k: (v or "").strip() for k, v in raw.items() if k is not None}
+        rid = cells.get("row_id") or f"row{i + 1}"
+        try:
+            rows.append(_parse_row(rid, cells))
+        except ConfigError as e:
+            skipped.append(Skipped(rid, cells.get("hardware", ""), cells.get("model", ""),
+                                   cells.get("metric", ""), str(e)))
+    if not rows and not skipped:
+        raise ConfigError("measurements CSV has no rows")
+    return rows, skipped
+
+
+def _num(cells: dict, key: str, integer: bool = False, lo: float = 0.0):
+    s = cells.get(key, "")
+    if s == "" or s.lower() in ("nan", "none", "na", "n/a", "-"):
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        raise ConfigError(f"{key} is not a number: {s[:40]!r}") from None
+    if not math.isfinite(v) or v < lo:
+        raise ConfigError(f"{key} must be a finite number >= {lo:g}, got {s[:40]}")
+    if integer:
+        if not v.is_integer():
+            raise ConfigError(f"{key} must be a whole number, got {s[:40]}")
+        return int(v)
+    return v
+
+
+def _parse_row(rid: str, c: dict) -> Measurement:
+    metric = c.get("metric", "")
+    if metric not in METRICS:
+        raise ConfigError(f"metric {metric[:40]!r} is not one of {', '.join(METRICS)}")
+    value = _num(c, "value")
+    if value is None or value <= 0:
+        raise ConfigError("value must be a positive number")
+    if not c.get("hardware") or not c.get("model"):
+        raise ConfigError("hardware and model must be given")
+    batch = _num(c, "batch", integer=True, lo=1) or 1
+    # no num_devices column = one device; an empty cell = not stated
+    devices = _num(c, "num_devices", integer=True, lo=1) if "num_devices" in c else 1
+    return Measurement(
+        rid, c["hardware"], c["model"], metric, value, c.get("framework", ""),
+        c.get("hardware_class", ""), devices, c.get("parallelism", "") or "single",
+        c.get("quant", ""), _num(c, "weight_bits"), batch,
+        _num(c, "context_or_prompt_len", integer=True), _num(c, "gen_len", integer=True),
+        c.get("source", ""), c.get("notes", ""))
+
+
+# ---- mapping --------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def mapping_table() -> dict:
+    return load_table("measurement_mapping")
+
+
+def _lookup(kind: str, name: str) -> tuple[str, tuple[str, ...]]:
+    entry = mapping_table().get("hardware" if kind == "hardware" else "model", {}).get(name)
+    if isinstance(entry, dict) and "preset" in entry:
+        return str(entry["preset"]), tuple([str(entry["assumption"])] if "assumption" in entry
+                                           else [])
+    return find_preset(kind, name).slug, ()
+
+
+def _precision(m: Measurement) -> tuple[Precision, tuple[str, ...]]:
+    q = mapping_table().get("quant", {}).get(m.quant)
+    if isinstance(q, dict):
+        other = float(q["other_bits"])
+        return (Precision(other, float(q["ffn_bits"]), other, 16.0, 16.0, DType.FP16,
+                          name=m.quant[:40]), (str(q.get("assumption", "")),))
+    if m.weight_bits is None:
+        raise ConfigError(f"bits per weight not stated for format {m.quant or '(none)'!r}")
+    if not 0 < m.weight_bits <= 32:
+        raise ConfigError(f"weight_bits {m.weight_bits:g} outside (0, 32]")
+    w = m.weight_bits
+    return Precision(w, w, w, 16.0, 16.0, DType.FP16, name=m.quant[:40] or f"{w:g}-bit"), ()
+
+
+def _workload(m: Measurement) -> tuple[Workload, tuple[str, ...]]:
+    p, g = m.context_or_prompt_len, m.gen_len
+    if m.metric == "decode_tok_s":
+        notes = []
+        if p is None:
+            p = 0
+            notes.append("prompt length not stated: an empty cache assumed")
+        if g is None:
+            g = ASSUMED_GEN_LEN
+            notes.append(f"generation length not stated: {ASSUMED_GEN_LEN} tokens assumed")
+        if g < (1 if p == 0 else 2):
+            raise ConfigError(f"a decode row needs generated tokens (gen_len = {g})")
+        return Workload(m.batch, p, g), tuple(notes)
+    if not p:
+        raise ConfigError(f"{m.metric} needs the prompt length (context_or_prompt_len)")
+    return Workload(m.batch, p, 1 if m.metric == "ttft_ms" else 0), ()
+
+
+def _devices(m: Measurement, hw: Hardware, framework: str | None
+             ) -> tuple[Hardware, int, int, tuple[str, ...]]:
+    n = m.num_devices
+    if n is None:
+        raise ConfigError("number of devices not stated")
+    if n == 1:
+        return hw, 1, 1, ()
+    par = m.parallelism.lower()
+    links = mapping_table().get("link_for", {})
+    name = "pcie4" if "no nvlink" in m.notes.lower() else links.get(hw.slug, links["default"])
+    link = mapping_table()["link"][name]
+    ic = Interconnect(float(link["bandwidth_GBps"]) * BYTES_PER_GB,
+                      float(link["latency_us"]) * S_PER_US, Topology(link["topology"]), n)
+    hw = replace(hw, interconnect=ic)
+    note = f"{n} devices over {name}"
+    if "tensor" in par:
+        return hw, n, 1, (f"{note}, tensor parallel",)
+    if "layer" in par or "pipeline" in par:
+        return hw, 1, n, (f"{note}, layer split (pipeline stages run one after another)",)
+    raise ConfigError(f"parallelism {m.parallelism!r} across {n} devices is not modelled")
+
+
+def map_measurement(m: Measurement) -> Mapped | Skipped:
+    """The scenario of one measurement, or why there is none."""
+    try:
+        hw_slug, a_hw = _lookup("hardware", m.hardware)
+        model_slug, a_model = _lookup("models", m.model)
+        hw, model = load_hardware(hw_slug), load_model(model_slug)
+        precision, a_prec = _precision(m)
+        workload, a_wl = _workload(m)
+        framework = framework_of_label(m.framework)
+        hw, tp, pp, a_dev = _devices(m, hw, framework)
+    except PresetNotFoundError as e:
+        return Skipped(m.row_id, m.hardware, m.model, m.metric,
+                       str(e).split(" (`llmpara")[0].replace("unknown ", "no preset for ", 1))
+    except (LLMParaError, KeyError, ValueError) as e:
+        return Skipped(m.row_id, m.hardware, m.model, m.metric, str(e).splitlines()[0])
+    return Mapped(m, model, hw, precision, workload, tp, pp, framework,
+                  a_hw + a_model + a_prec + a_wl + a_dev)
+
+
+
+
+def map_all(rows, skipped=()) -> tuple[list[Mapped], list[Skipped]]:
+    mapped, skips = [], list(skipped)
+    for m in rows:
+        r = map_measurement(m)
+        (mapped if isinstance(r, Mapped) else skips).append(r)
+    return mapped, skips
+
+
+def efficiency_class(row: Mapped, table: EfficiencyTable) -> HardwareClass:
+    """The class whose efficiency the row's device uses."""
+    return table.devices.get(row.hardware.slug, row.hardware.hw_class)
+
+
+# ---- prediction -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Prediction:
+    """Measured value and predictions in the metric's unit (tokens/s or ms). ``estimated``
+    uses the row's framework profile when there is one, ``generic`` the class values;
+    errors are predicted / measured - 1."""
+    row: Mapped
+    measured: float
+    ideal: float
+    generic: float
+    estimated: float
+    efficiency_class: HardwareClass
+    notes: tuple[str, ...] = ()
+
+    @property
+    def error(self) -> float:
+        return self.estimated / self.measured - 1.0
+
+    @property
+    def generic_error(self) -> float:
+        return self.generic / self.measured - 1.0
+
+    @property
+    def ideal_error(self) -> float:
+        return self.ideal / self.measured - 1.0
+
+
+def metric_value(metric: str, timing) -> float:
+    """The measured quantity from an ``analysis.Timing``."""
+    if metric == "decode_tok_s":
+        return timing.decode_tokens_per_s
+    if metric == "prefill_tok_s":
+        return timing.prefill_tokens_per_s
+    return timing.ttft_s / S_PER_MS
+
+
+def timings(row: Mapped, efficiency) -> tuple:
+    """(ideal, estimated) Timing of ``row`` with ``efficiency``, and the analysis notes."""
+    hw = replace(row.hardware, efficiency=efficiency)
+    if row.devices == 1:
+        rep = analyze(row.model, hw, row.precision, row.workload)
+        return rep.ideal, rep.estimated, rep.notes
+    from ..parallel import ParallelPlan, shard_analyze
+    plan = ParallelPlan(tp=row.tp, pp=row.pp, vocab_parallel=row.framework != "gpt-fast")
+    rep = shard_analyze(row.model, hw, row.precision, row.workload, plan)
+    return rep.ideal, rep.estimated, tuple(rep.notes)
+
+
+def predict(row: Mapped, table: EfficiencyTable | None = None) -> Prediction:
+    """Ideal, generic and framework-aware estimates of one mapped measurement."""
+    table = table or default_table()
+    metric = row.measurement.metric
+    generic_eff = table.efficiency_for(row.hardware)
+    fw_eff = table.efficiency_for(row.hardware, row.framework or GENERIC)
+    ideal_t, gen_t, notes = timings(row, generic_eff)
+    est_t = gen_t if fw_eff == generic_eff else timings(row, fw_eff)[1]
+    return Prediction(row, row.measurement.value, metric_value(metric, ideal_t),
+                      metric_value(metric, gen_t), metric_value(metric, est_t),
+                      efficiency_class(row, table), tuple(notes))
+
+
+def predict_all(rows, table: EfficiencyTable | None = None) -> tuple[list[Prediction],
+                                                                      list[Skipped]]:
+    """Predictions of mapped rows; a row the core rejects (e.g. a plan that does not divide
+    the model) becomes a Skipped row with the core's message."""
+    table = table or default_table()
+    out, skipped = [], []
+    for r in rows:
+        try:
+            out.append(predict(r, table))
+        except LLMParaError as e:
+            m = r.measurement
+            skipped.append(Skipped(m.row_id, m.hardware, m.model, m.metric,
+                                   str(e).splitlines()[0]))
+    return out, skipped
+
+
+GPU_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)
+
+
+def lacks_tensor_peak(row: Mapped) -> bool:
+    """A GPU preset without a peak for the row's compute data type (its matmuls would run at a
+    slower fallback peak, e.g. fp32 instead of fp16 tensor cores). Unified-memory SoCs are not
+    flagged: Apple GPUs run fp16 at their fp32 rate, so the fallback is the real rate."""
+    return (row.hardware.hw_class in GPU_CLASSES
+            and row.hardware.peak_flops_per_s_raw(row.precision.compute_dtype) is None)

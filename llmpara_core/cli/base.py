@@ -1,0 +1,301 @@
+"""Command line: ``llmpara`` / ``python -m llmpara_core``.
+
+Every error a user can cause ends with exit code 2 and one line on stderr, never a traceback.
+Extended analyses register their subcommand in ``SUBCOMMANDS`` (a module with
+``register(subparsers)`` that sets ``func`` on its parser).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import json
+import math
+import sys
+
+from .. import __version__
+from ..errors import ConfigError, LLMParaError
+from ..precision import DType, Precision, precision_preset
+from ..workload import Workload
+
+# Modules that add subcommands: (module name relative to this package).
+SUBCOMMANDS: list[str] = ["hetero", "metrics", "speculative", "shard",
+                          "dse", "validate"]
+
+FORMATS = ("table", "json", "csv")
+
+
+class UsageError(Exception):
+    """Bad command-line usage (raised instead of argparse's print-usage-and-exit)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):           # one line, exit 2 (handled in main)
+        raise UsageError(message)
+
+
+# ---- shared option groups -------------------------------------------------------------------
+
+def number_in(lo: float, hi: float, lo_open: bool = False, what: str = "a number"):
+    """An argparse type: a finite number in [lo, hi] (or (lo, hi] with ``lo_open``)."""
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+        if not math.isfinite(v) or v > hi or v < lo or (lo_open and v == lo):
+            raise argparse.ArgumentTypeError(f"expected {what} in {'(' if lo_open else '['}"
+                                             f"{lo:g}, {hi:g}], got {s}")
+        return v
+    return parse
+
+
+def integer_in(lo: int, hi: int):
+    """An argparse type: an integer in [lo, hi]."""
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}], got {s}")
+        return v
+    return parse
+
+
+def positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+    if v < 1 or v > 10**9:
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, 1e9], got {s}")
+    return v
+
+
+def nonneg_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+    if v < 0 or v > 10**9:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 1e9], got {s}")
+    return v
+
+
+def bits(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bits, got {s!r}") from None
+    if not math.isfinite(v) or not 0 < v <= 64:
+        raise argparse.ArgumentTypeError(f"bits must be in (0, 64], got {s}")
+    return v
+
+
+def add_output_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+
+
+def add_model_hw_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> None:
+    p.add_argument(model_flag, required=True, dest="model",
+                   help="model preset name or path to a Hugging Face config.json")
+    p.add_argument("--hardware", required=True,
+                   help="hardware preset name or path to a hardware TOML file")
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", type=positive_int, default=1)
+    p.add_argument("--prompt-len", type=nonneg_int, default=2048)
+    p.add_argument("--gen-len", type=nonneg_int, default=256)
+    p.add_argument("--no-flash-attention", action="store_true",
+                   help="materialise the attention score matrix")
+
+
+def add_precision_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--precision", default="FP16",
+                   help="precision preset (FP16, BF16, FP32, FP8, W8A8, W8A16, W4A16, W4A8, "
+                        "Q8_0, Q4_0, Q4_K_M, 'BitNet 1.58'); the bit flags override it")
+    p.add_argument("--weight-bits", type=bits, help="bits of every weight tensor")
+    p.add_argument("--act-bits", type=bits, help="activation bits")
+    p.add_argument("--kv-bits", type=bits, help="KV cache bits")
+    p.add_argument("--compute-dtype", choices=[d.value for d in DType],
+                   help="data type whose peak the matmuls use")
+
+
+def precision_from_args(args) -> Precision:
+    base = precision_preset(args.precision)
+    changes = {}
+    if args.weight_bits is not None:
+        changes.update(weight_attn_bits=args.weight_bits, weight_ffn_bits=args.weight_bits,
+                       weight_embed_bits=args.weight_bits)
+    if args.act_bits is not None:
+        changes["activation_bits"] = args.act_bits
+    if args.kv_bits is not None:
+        changes["kv_bits"] = args.kv_bits
+    if args.compute_dtype is not None:
+        changes["compute_dtype"] = DType(args.compute_dtype)
+    if not changes:
+        return base
+    from dataclasses import replace
+    return replace(base, name="custom", **changes)
+
+
+def workload_from_args(args) -> Workload:
+    return Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                    flash_attention=not args.no_flash_attention)
+
+
+# ---- output ---------------------------------------------------------------------------------
+
+def emit(obj, fmt: str, rows: list[dict] | None = None, out=None) -> None:
+    """Print ``obj`` as JSON, or ``rows`` as CSV / an aligned text table."""
+    out = out or sys.stdout
+    if fmt == "json":
+        json.dump(obj, out, indent=2, allow_nan=False, default=str)
+        out.write("\n")
+        return
+    rows = rows if rows is not None else (obj if isinstance(obj, list) else [obj])
+    if not rows:
+        return
+    cols = list(rows[0].keys())
+    if fmt == "csv":
+        w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+        return
+    cells = [[_fmt_cell(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip() + "\n")
+    for row in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() + "\n")
+
+
+def _fmt_cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+# ---- built-in subcommands -------------------------------------------------------------------
+
+def _cmd_models(args) -> None:
+    from ..model import count_params
+    from ..presets import list_presets, load_model
+    rows = []
+    for info in list_presets("models"):
+        m = load_model(info.slug)
+        pc = count_params(m)
+        rows.append({"slug": info.slug, "name": info.name, "family": info.category,
+                     "params_total": pc.total, "params_active": pc.active,
+                     "features": ",".join(k for k, v in m.features.items() if v)})
+    emit(rows, args.format)
+
+
+def _cmd_hardware(args) -> None:
+    from ..precision import DType as D
+    from ..presets import list_presets, load_hardware
+    rows = []
+    for info in list_presets("hardware"):
+        hw = load_hardware(info.slug)
+        row = {"slug": info.slug, "name": info.name, "class": hw.hw_class.value}
+        for d in D:
+            row[f"peak_{d.value}_flops_per_s"] = hw.peak_flops_per_s_raw(d)
+        row.update(memory_bandwidth_bytes_per_s=hw.memory_bandwidth_bytes_per_s,
+                   memory_capacity_bytes=hw.memory_capacity_bytes, tdp_w=hw.tdp_w,
+                   price_usd=hw.price_usd)
+        rows.append(row)
+    emit(rows, args.format)
+
+
+def _cmd_analyze(args) -> None:
+    from ..analysis import analyze
+    from ..export import report_to_dict, row_to_dict
+    from ..presets import load_hardware, load_model
+    model, hw = load_model(args.model), load_hardware(args.hardware)
+    framework, efficiency = _framework_efficiency(hw, args.framework)
+    report = analyze(model, hw, precision_from_args(args), workload_from_args(args), efficiency)
+    d = report_to_dict(report)
+    d["framework"] = framework
+    for hook in ANALYZE_HOOKS:
+        d.update(hook(report, args))
+    if args.format == "json":
+        emit(d, "json")
+    elif args.format == "csv":
+        emit(None, "csv", [row_to_dict(r) for r in report.prefill.rows + report.decode.rows])
+    else:
+        summary = {k: v for k, v in d.items()
+                   if not isinstance(v, (dict, list)) and k != "schema_version"}
+        summary.update({f"ideal_{k}": v for k, v in d["ideal"].items()})
+        emit(None, "table", [{"quantity": k, "value": v} for k, v in summary.items()])
+        for note in report.notes:
+            print(f"note: {note}")
+
+
+def _framework_efficiency(hw, name: str | None):
+    """(profile name, efficiency) for ``--framework``; None = the class's generic profile."""
+    if name is None:
+        return "generic", None
+    from ..calibration.efficiency import efficiency_for, resolve_framework
+    key = resolve_framework(name)
+    return key, efficiency_for(hw, key)
+
+
+# Functions (report, args) -> dict adding keys to `analyze` JSON (energy, cost, ...).
+ANALYZE_HOOKS: list = []
+# Functions (parser) adding options to `analyze`.
+ANALYZE_ARG_HOOKS: list = []
+
+
+def build_parser() -> _Parser:
+    p = _Parser(prog="llmpara", description="First-order LLM inference performance model")
+    p.add_argument("--version", action="version", version=f"llmpara {__version__}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True)
+    m = sub.add_parser("models", help="list model presets")
+    add_output_args(m)
+    m.set_defaults(func=_cmd_models)
+    h = sub.add_parser("hardware", help="list hardware presets")
+    add_output_args(h)
+    h.set_defaults(func=_cmd_hardware)
+    a = sub.add_parser("analyze", help="analyse one model on one device")
+    add_model_hw_args(a)
+    add_workload_args(a)
+    add_precision_args(a)
+    a.add_argument("--framework", help="efficiency profile of an inference stack: llama.cpp, "
+                                       "gpt-fast, vllm, tensorrt-llm, mlc, exllamav2, mlx "
+                                       "(default: the hardware class's generic profile)")
+    add_output_args(a)
+    a.set_defaults(func=_cmd_analyze)
+    for mod_name in SUBCOMMANDS:
+        importlib.import_module(f".{mod_name}", __package__).register(sub)
+    for hook in ANALYZE_ARG_HOOKS:
+        hook(a)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        args.func(args)
+        return 0
+    except UsageError as e:
+        _fail(str(e))
+    except (LLMParaError, ConfigError) as e:
+        _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"llmpara: error: {message}\n")
+
+
+if __name__ == "__main__":   # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""Energy of a scenario: per operator, per prefill, per decoded token, per request.
+
+The model is the energy roofline of Choi, Bedard, Fowler & Vuduc ("A Roofline Model of Energy",
+IPDPS 2013): every operator costs
+
+    E = F * e_flop(dtype) + B_w * e_w + B_kv * e_kv + B_act * e_act + C * e_link + P_static * t
+
+with F its FLOPs (priced at the compute data type actually used), B_* its bytes by kind (each
+priced at the memory tier that holds that kind), C its communication bytes and t its *estimated*
+time from the report (``OpRow.estimated_s``; this module never recomputes time).
+
+Parameters (``energy_params``), each with its origin listed in ``EnergyParams.assumptions``:
+
+* P_static = idle power + the active increment of the class (a busy device holds a context and
+  clocks up). Idle power: the preset's ``idle_W``, else ``presets/tables/hardware_power.toml``,
+  else the class fraction of TDP (``hardware.CLASS_DEFAULTS``), else the class fallback.
+* e_byte per memory technology (``presets/tables/energy.toml``) plus on-chip delivery for
+  off-chip memories; tiered devices use each tier's own ``energy_pJ_per_byte`` and a greedy
+  fastest-first placement of activations, weights and KV cache.
+* e_flop: with a TDP, calibrated so the device draws exactly its TDP at the ridge point of its
+  *estimated* roofline, TDP = P_static + e_flop * P_eff + e_w * BW_eff. Then no operator's power
+  exceeds TDP, and the per-dtype value follows the device's own peaks. Without a TDP, the
+  class default per dtype from ``energy.toml``.
+
+The reference's TDP-fraction model (power = TDP (alpha u_c + (1 - alpha) u_m), floored at 5 % of
+TDP; reference-tool §4.1) is kept as ``model="tdp-fraction"`` for comparison, using the same
+operator times. Reference defects fixed here (§10 items 15-16): energy is summed over operators
+(not an unweighted mean of per-row efficiencies), decode is integrated over every generated
+token, and the time is the roofline time of the operator, not FLOPs / peak.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..analysis import OpRow, Report
+from .energy_params import (EnergyParams, class_entry, device_entry, energy_params,  # noqa: F401
+                            energy_table, hardware_power_table, memory_technology_j_per_byte,
+                            params_for_report)
+from ..errors import ConfigError
+from ..hardware import Hardware
+from ..operators import OpKind
+from ..roofline import Rates, rates
+
+MODELS = ("components", "tdp-fraction")
+
+# ------------------------------------------------------------------------------ per operator
+
+@dataclass(frozen=True)
+class OpEnergy:
+    """Energy of one operator row (prefill: one pass; decode: mean per step). Joules."""
+    phase: str
+    name: str
+    kind: OpKind
+    group: str
+    flops: float
+    memory_bytes: float
+    time_s: float
+    compute_j: float
+    memory_j: float
+    comm_j: float
+    static_j: float
+
+    @property
+    def total_j(self) -> float:
+        return self.compute_j + self.memory_j + self.comm_j + self.static_j
+
+    @property
+    def power_w(self) -> float | None:
+        return self.total_j / self.time_s if self.time_s > 0 else None
+
+    @property
+    def flops_per_j(self) -> float | None:
+        return self.flops / self.total_j if self.total_j > 0 else None
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        return self.flops / self.memory_bytes if self.memory_bytes > 0 else None
+
+
+def op_energy(row: OpRow, p: EnergyParams) -> OpEnergy:
+    """Component-model energy of one operator (formula in the module docstring)."""
+    mem_j = (row.weight_bytes * p.weight_j_per_byte
+             + (row.kv_read_bytes + row.kv_write_bytes) * p.kv_j_per_byte
+             + (row.act_read_bytes + row.act_write_bytes) * p.act_j_per_byte)
+    return OpEnergy(row.phase, row.name, row.kind, row.group, row.flops, row.memory_bytes,
+                    row.estimated_s, row.flops * p.flop_j, mem_j,
+                    row.comm_bytes * p.link_j_per_byte, p.static_w * row.estimated_s)
+
+
+def reference_alpha(hardware: Hardware) -> float:
+    """The reference tool's compute-power fraction for the device's class."""
+    return float(class_entry(hardware)["reference_alpha"])
+
+
+def tdp_fraction_op_energy(row: OpRow, tdp_w: float, alpha: float, ridge: float) -> OpEnergy:
+    """Reference-tool energy of one operator: P = max(TDP (alpha u_c + (1 - alpha) u_m),
+    0.05 TDP) over the operator's estimated time; u_c = I/R, u_m = 1 below the ridge R,
+    u_c = 1, u_m = R/I above it (reference §4.1). Split into compute / memory / floor parts."""
+    floor = energy_table()["tdp_fraction"]["idle_floor_fraction"]
+    i = row.arithmetic_intensity
+    if i is None:
+        u_c, u_m = (1.0, 0.0) if row.flops > 0 else (0.0, 0.0)
+    elif i < ridge:
+        u_c, u_m = i / ridge, 1.0
+    else:
+        u_c, u_m = 1.0, ridge / i
+    t = row.estimated_s
+    c, m = tdp_w * alpha * u_c * t, tdp_w * (1 - alpha) * u_m * t
+    extra = max(0.0, floor * tdp_w * t - c - m)
+    return OpEnergy(row.phase, row.name, row.kind, row.group, row.flops, row.memory_bytes,
+                    t, c, m, 0.0, extra)
+
+
+# ------------------------------------------------------------------------------ scenario
+
+@dataclass(frozen=True)
+class EnergyReport:
+    """Energy of a whole scenario. Decode rows are means per decode step over the batch."""
+    model: str                         # "components" or "tdp-fraction"
+    params: EnergyParams
+    prefill: tuple[OpEnergy, ...]
+    decode: tuple[OpEnergy, ...]
+    decode_steps: int
+    batch: int
+    prompt_len: int
+    gen_len: int
+    alpha: float | None = None
+    assumptions: tuple[str, ...] = field(default=())
+
+    @property
+    def prefill_j(self) -> float:
+        return sum(o.total_j for o in self.prefill)
+
+    @property
+    def decode_step_j(self) -> float:
+        """Mean energy of one decode step of the whole batch."""
+        return sum(o.total_j for o in self.decode)
+
+    @property
+    def decode_total_j(self) -> float:
+        return self.decode_step_j * self.decode_steps
+
+    @property
+    def total_j(self) -> float:
+        """Energy of the whole run: prefill + every decode step (all sequences)."""
+        return self.prefill_j + self.decode_total_j
+
+    @property
+    def total_time_s(self) -> float:
+        return (sum(o.time_s for o in self.prefill)
+                + self.decode_steps * sum(o.time_s for o in self.decode))
+
+    @property
+    def output_tokens(self) -> int:
+        return self.batch * self.gen_len
+
+    @property
+    def j_per_output_token(self) -> float | None:
+        """All energy (prefill folded in) / output tokens: the ML.ENERGY definition."""
+        return self.total_j / self.output_tokens if self.output_tokens else None
+
+    @property
+    def decode_j_per_token(self) -> float | None:
+        """Marginal energy of one decoded token (decode step / batch); None without decode."""
+        return self.decode_step_j / self.batch if self.decode_steps else None
+
+    @property
+    def tokens_per_j(self) -> float | None:
+        j = self.j_per_output_token
+        return 1.0 / j if j else None
+
+    @property
+    def request_j(self) -> float:
+        """Energy of one request (one sequence of the batch)."""
+        return self.total_j / self.batch
+
+    @property
+    def avg_power_w(self) -> float | None:
+        t = self.total_time_s
+        return self.total_j / t if t > 0 else None
+
+    @property
+    def seconds_per_output_token(self) -> float | None:
+        """Device time per output token (batch shares the device)."""
+        return self.total_time_s / self.output_tokens if self.output_tokens else None
+
+    def rows(self) -> tuple[OpEnergy, ...]:
+        return self.prefill + self.decode
+
+
+def energy_report(report: Report, params: EnergyParams | None = None,
+                  model: str = "components", alpha: float | None = None) -> EnergyReport:
+    """Energy of the scenario of ``report`` under the component model (default) or the
+    reference's TDP-fraction model (``alpha`` defaults to the reference's class value)."""
+    if model not in MODELS:
+        raise ConfigError(f"energy model must be one of {', '.join(MODELS)}, got {model!r}")
+    p = params or params_for_report(report)
+    wl = report.workload
+    notes = list(p.assumptions)
+    if model == "components":
+        fn = lambda r: op_energy(r, p)   # noqa: E731
+        used_alpha = None
+    else:
+        tdp = report.hardware.tdp_w
+        if tdp is None:
+            raise ConfigError(f"{report.hardware.name} has no TDP: the TDP-fraction model "
+                              f"needs one")
+        used_alpha = reference_alpha(report.hardware) if alpha is None else float(alpha)
+        if not 0 <= used_alpha <= 1:
+            raise ConfigError(f"alpha must be in [0, 1], got {used_alpha}")
+        ridge = estimated_rates(report).ridge_flops_per_byte
+        fn = lambda r: tdp_fraction_op_energy(r, tdp, used_alpha, ridge)   # noqa: E731
+        notes = [f"reference TDP-fraction model: alpha = {used_alpha:g}, TDP {tdp:g} W, "
+                 f"5 % idle floor, operator times as in the component model"]
+    if report.hardware.interconnect is not None and report.hardware.interconnect.devices > 1:
+        notes.append("energy of the single device the plain analysis runs on (see Sharding "
+                     "for the whole cluster)")
+    return EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
+                        tuple(fn(r) for r in report.decode.rows), report.decode_steps,
+                        wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes))
+
+
+def estimated_rates(report: Report) -> Rates:
+    return rates(report.hardware, report.precision.compute_dtype, estimated=True,
+                 efficiency=report.efficiency)
+
+
+# ------------------------------------------------------------------------------ rooflines
+
+@dataclass(frozen=True)
+class EnergyRoofline:
+    """Attainable FLOP/J against arithmetic intensity (FLOP/B) for one device and model."""
+    intensity: np.ndarray
+    flops_per_j: np.ndarray
+    ceiling_flops_per_j: float         # limit as intensity -> infinity
+    time_ridge: float                  # P_eff / BW_eff [FLOP/B]
+    energy_balance: float | None       # e_byte / e_flop [FLOP/B]: memory energy = FLOP energy
+
+
+def energy_roofline(p: EnergyParams, r: Rates, intensity=None) -> EnergyRoofline:
+    """Choi et al. (2013): FLOP/J(I) = 1 / (e_flop + e_byte / I + P_static max(1/P, 1/(I BW)))
+    with the estimated rates ``r`` and main memory's energy per byte (no launch overhead, so
+    every operator lies on or below the curve)."""
+    x = np.logspace(-2, 4, 241) if intensity is None else np.asarray(intensity, dtype=float)
+    per_flop = (p.flop_j + p.main_j_per_byte / x
+                + p.static_w * np.maximum(1.0 / r.flops_per_s, 1.0 / (x * r.bytes_per_s)))
+    limit = p.flop_j + p.static_w / r.flops_per_s
+    with np.errstate(divide="ignore"):    # all-zero constants (user overrides): no energy
+        curve = np.where(per_flop > 0, 1.0 / np.where(per_flop > 0, per_flop, 1.0), np.inf)
+    bal = p.main_j_per_byte / p.flop_j if p.flop_j > 0 else None
+    return EnergyRoofline(x, curve, 1.0 / limit if limit > 0 else math.inf,
+                          r.ridge_flops_per_byte, bal)
+
+
+def tdp_fraction_roofline(tdp_w: float, alpha: float, r: Rates, intensity=None) -> EnergyRoofline:
+    """Reference curve: min(I BW, P) / max(TDP (alpha u_c + (1 - alpha) u_m), 0.05 TDP)."""
+    floor = energy_table()["tdp_fraction"]["idle_floor_fraction"]
+    x = np.logspace(-2, 4, 241) if intensity is None else np.asarray(intensity, dtype=float)
+    ridge = r.ridge_flops_per_byte
+    u_c = np.where(x < ridge, x / ridge, 1.0)
+    u_m = np.where(x < ridge, 1.0, ridge / x)
+    power = np.maximum(tdp_w * (alpha * u_c + (1 - alpha) * u_m), floor * tdp_w)
+    perf = np.minimum(x * r.bytes_per_s, r.flops_per_s)
+    return EnergyRoofline(x, perf / power, r.flops_per_s / (alpha * tdp_w), ridge, None)
+
+
+# ------------------------------------------------------------------------------ validation
+
+def j_per_token_with_step_time(e: EnergyReport, s_per_step: float) -> float | None:
+    """J per output token when every decode step takes ``s_per_step`` (e.g. a measured TPOT)
+    instead of the model's time: static energy follows the given time, dynamic energy (FLOPs,
+    bytes) is the model's. Isolates the power model from the time model in validation."""
+    if not e.output_tokens:
+        return None
+    model_step_s = sum(o.time_s for o in e.decode)
+    if e.model == "components":
+        step_j = e.decode_step_j - e.params.static_w * model_step_s + e.params.static_w * s_per_step
+    else:   # TDP-fraction: constant power over the step
+        step_j = e.decode_step_j / model_step_s * s_per_step if model_step_s > 0 else 0.0
+    return (e.prefill_j + e.decode_steps * step_j) / e.output_tokens
+
+
+@dataclass(frozen=True)
+class EnergyMeasurement:
+    """One published energy-per-output-token measurement mapped to presets."""
+    row_id: str
+    model_preset: str
+    hardware_preset: str
+    precision_preset: str
+    batch: int
+    prompt_len: int
+    gen_len: int
+    measured_j_per_token: float
+    measured_s_per_step: float | None
+    in_tolerance_test: bool
+    hardware: str = ""
+    model: str = ""
+    source: str = ""
+    notes: str = ""
+
+
+def read_energy_measurements(path) -> tuple[EnergyMeasurement, ...]:
+    """Rows of a CSV in the format of ``tests/data/energy_measurements.csv`` ('#' lines are
+    comments; J_per_output_token rows only)."""
+    import csv
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for r in csv.DictReader(line for line in f if not line.startswith("#")):
+            if r["metric"] != "J_per_output_token":
+                continue
+            step = r.get("measured_s_per_step") or ""
+            out.append(EnergyMeasurement(
+                r["row_id"], r["model_preset"], r["hardware_preset"], r["precision_preset"],
+                max(1, round(float(r["avg_batch"]))), int(r["prompt_len_assumed"]),
+                int(r["gen_len_used"]), float(r["value"]), float(step) if step else None,
+                r["use_in_tolerance_test"].startswith("yes"), r["hardware"], r["model"],
+                r["source"], r.get("mapping_notes", "")))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class EnergyValidation:
+    """Predictions for one measurement (J per output token)."""
+    measurement: EnergyMeasurement
+    predicted_j_per_token: float
+    predicted_with_measured_time_j_per_token: float | None
+    tdp_fraction_j_per_token: float | None
+    predicted_s_per_step: float
+    fits: bool
+
+    @property
+    def ratio(self) -> float:
+        """Predicted / measured (model time)."""
+        return self.predicted_j_per_token / self.measurement.measured_j_per_token
+
+    @property
+    def ratio_with_measured_time(self) -> float | None:
+        p = self.predicted_with_measured_time_j_per_token
+        return None if p is None else p / self.measurement.measured_j_per_token
+
+
+def validate_energy(measurements) -> tuple[EnergyValidation, ...]:
+    """Predict every measurement with the presets it names (component model; TDP-fraction
+    model alongside for comparison)."""
+    from ..analysis import analyze
+    from ..precision import precision_preset
+    from ..presets import load_hardware, load_model
+    from ..workload import Workload
+    out = []
+    for m in measurements:
+        r = analyze(load_model(m.model_preset), load_hardware(m.hardware_preset),
+                    precision_preset(m.precision_preset),
+                    Workload(batch=m.batch, prompt_len=m.prompt_len, gen_len=m.gen_len))
+        e = energy_report(r)
+        tdp = energy_report(r, model="tdp-fraction") if r.hardware.tdp_w else None
+        measured_t = (None if m.measured_s_per_step is None
+                      else j_per_token_with_step_time(e, m.measured_s_per_step))
+        out.append(EnergyValidation(m, e.j_per_output_token, measured_t,
+                                    None if tdp is None else tdp.j_per_output_token,
+                                    r.estimated.tpot_s, r.memory.fits))
+    return tuple(out)

@@ -1,0 +1,168 @@
+"""Collectives in an alpha-beta model of the links: latency steps, bytes each device sends and
+mean hops per topology (ring, fully connected, 2D mesh/torus), one level of links or
+hierarchical across nodes. Formulas: see :mod:`llmpara_core.parallel`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from ..hardware import Hardware, Interconnect, Topology
+from .plan import divisors
+from ..precision import Precision
+from ..roofline import Rates, op_time_s, rates
+
+# Estimated mode only: a synchronisation cost per collective (flag handshake between the
+# participants and memory fences), on top of its kernel launch (the device's kernel overhead)
+# and the link latency. Small-message all-reduce on one 8-GPU node takes about 6-7 us with a
+# one-shot implementation: 5.9 us at 2-8 KiB on 8x H200, CUDA graphs (github sgl-project/sglang
+# PR #22734, MSCCL++ kernel benchmark) and 7.2 us at 24 kB on 8x A100 (github microsoft/mscclpp
+# PR #169); this model gives 4.5-4.6 us for those cases without it (4 us launch + 2 alpha +
+# bytes), so 2 us is charged. NCCL's own tuning model charges more (6.6 us base per ring/LL
+# collective + 0.6 us per NVLink step, NVIDIA/nccl@b6475625 src/graph/tuning.cc): engines
+# that use plain NCCL for decode all-reduces are slower than this estimate.
+COLLECTIVE_SYNC_S = 2e-6
+
+class Collective(Enum):
+    ALL_REDUCE = "all-reduce"
+    ALL_GATHER = "all-gather"
+    REDUCE_SCATTER = "reduce-scatter"
+    ALL_TO_ALL = "all-to-all"
+    SEND_RECV = "send-recv"
+
+
+def grid_dims(n: int) -> tuple[int, int]:
+    """a x b = n with a the largest divisor <= sqrt(n) (2D torus/mesh shape)."""
+    a = max(d for d in divisors(n) if d * d <= n)
+    return a, n // a
+
+
+def mean_hops(topology: Topology, n: int) -> float:
+    """Mean shortest-path hops from a device to the other n - 1 (bidirectional links)."""
+    if n <= 1 or topology is Topology.FULLY_CONNECTED:
+        return 1.0
+    if topology is Topology.RING:
+        return (n * n // 4) / (n - 1)
+    a, b = grid_dims(n)
+    if topology is Topology.TORUS_2D:
+        return (b * (a * a // 4) + a * (b * b // 4)) / (n - 1)
+    return (b * (a * a - 1) / 3 + a * (b * b - 1) / 3) / (n - 1)      # mesh: line distances
+
+
+def collective_terms(kind: Collective, n: int, message_bytes: float,
+                     topology: Topology) -> tuple[int, float, float]:
+    """(latency steps, bytes each device sends, mean hops per byte) of one collective among
+    ``n`` devices. ``message_bytes``: the full tensor for all-reduce/all-gather/reduce-scatter,
+    the bytes each device sends to the others for all-to-all, the payload for send-recv."""
+    if kind is Collective.SEND_RECV:
+        return 1, message_bytes, 1.0
+    if n <= 1:
+        return 0, 0.0, 1.0
+    if topology is Topology.FULLY_CONNECTED:
+        one_pass = 1
+        diameter = 1
+    elif topology is Topology.RING:
+        one_pass, diameter = n - 1, n // 2
+    else:
+        a, b = grid_dims(n)
+        one_pass = (a - 1) + (b - 1)
+        diameter = a // 2 + b // 2 if topology is Topology.TORUS_2D else one_pass
+    share = (n - 1) / n * message_bytes
+    if kind is Collective.ALL_REDUCE:
+        return 2 * one_pass, 2.0 * share, 1.0
+    if kind in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
+        return one_pass, share, 1.0
+    return diameter, message_bytes, mean_hops(topology, n)
+
+
+def collective_time_s(kind: Collective, n: int, message_bytes: float, link: Rates,
+                      latency_s: float, topology: Topology, kernels: int = 0,
+                      sync_s: float = 0.0) -> float:
+    """alpha-beta time [s] of one collective on one level of links: latency_s x steps + the
+    bytes each device sends x mean hops through ``roofline.op_time_s`` at ``link``'s rate (plus
+    ``kernels`` launches and a fixed ``sync_s``). Ring all-reduce: 2(N-1) alpha +
+    2(N-1)/N M / beta. A group of one device costs nothing."""
+    steps, sent, hops = collective_terms(kind, n, message_bytes, topology)
+    if steps == 0 and sent == 0:
+        return 0.0
+    return latency_s * steps + sync_s + op_time_s(0.0, 0.0, kernels, link, sent * hops)
+
+
+@dataclass(frozen=True)
+class Net:
+    """The links seen from one device: intra-node and (optionally) inter-node levels."""
+    ic: Interconnect
+    intra: tuple[Rates, Rates]          # (ideal, estimated) with the link rate
+    inter: tuple[Rates, Rates] | None
+    per_node: int
+
+    @classmethod
+    def of(cls, hardware: Hardware, precision: Precision) -> "Net | None":
+        ic = hardware.interconnect
+        if ic is None:
+            return None
+        ri = rates(hardware, precision.compute_dtype, estimated=False)
+        re_ = rates(hardware, precision.compute_dtype, estimated=True)
+        inter = None
+        if ic.inter_node_bandwidth_bytes_per_s:
+            derate = re_.link_bytes_per_s / ri.link_bytes_per_s
+            bw = ic.inter_node_bandwidth_bytes_per_s
+            inter = (replace(ri, link_bytes_per_s=bw), replace(re_, link_bytes_per_s=bw * derate))
+        per_node = ic.devices_per_node or ic.devices
+        return cls(ic, (ri, re_), inter, per_node)
+
+    def node(self, rank: int) -> int:
+        return rank // self.per_node
+
+    def time(self, kind: Collective, n: int, m_bytes: float, nodes: int, est: bool) -> float:
+        """One collective among ``n`` devices spread over ``nodes`` nodes (aligned groups).
+        Estimated: one kernel launch, and ``COLLECTIVE_SYNC_S`` per level of the algorithm."""
+        i = 1 if est else 0
+        ic, intra = self.ic, self.intra[i]
+        k, sync = (1, COLLECTIVE_SYNC_S) if est else (0, 0.0)
+        if nodes <= 1 or self.inter is None:
+            return collective_time_s(kind, n, m_bytes, intra, ic.latency_s, ic.topology, k, sync)
+        inter, a_inter = self.inter[i], ic.inter_node_latency_s or 0.0
+        g = math.ceil(n / nodes)
+        fc = Topology.FULLY_CONNECTED          # switched fabric between nodes
+
+        def local(kd, m):
+            return collective_time_s(kd, g, m, intra, ic.latency_s, ic.topology, 0, sync)
+
+        def remote(kd, m):
+            return collective_time_s(kd, nodes, m, inter, a_inter, fc, 0, sync)
+        launch = op_time_s(0.0, 0.0, k, intra)
+        if kind is Collective.SEND_RECV:
+            return collective_time_s(kind, 2, m_bytes, inter, a_inter, fc, k, sync)
+        if kind is Collective.ALL_REDUCE:
+            t = (local(Collective.REDUCE_SCATTER, m_bytes)
+                 + remote(Collective.ALL_REDUCE, m_bytes / g)
+                 + local(Collective.ALL_GATHER, m_bytes))
+        elif kind is Collective.ALL_GATHER:
+            t = remote(Collective.ALL_GATHER, m_bytes / g) + local(Collective.ALL_GATHER, m_bytes)
+        elif kind is Collective.REDUCE_SCATTER:
+            t = local(Collective.REDUCE_SCATTER, m_bytes) + remote(Collective.REDUCE_SCATTER,
+                                                                   m_bytes / g)
+        else:                                  # all-to-all: both links at once
+            t = max(local(kind, m_bytes * (g - 1) / (n - 1)),
+                    remote(kind, m_bytes * (n - g) / (n - 1)))
+        return t + launch
+
+
+@dataclass(frozen=True)
+class CommCost:
+    """One collective of a device's pass: per execution, ``count`` executions per pass."""
+    phase: str
+    stage: int
+    name: str
+    collective: Collective
+    participants: int
+    message_bytes: float
+    sent_bytes: float          # bytes this device puts on its links per execution
+    count: int
+    group: str
+    nodes: int                 # nodes the group spans (> 1: inter-node links)
+    ideal_s: float             # per execution
+    estimated_s: float
+

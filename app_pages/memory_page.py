@@ -6,7 +6,8 @@ import streamlit as st
 
 from llmpara_core.units import BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MB
 from ui import charts
-from ui.compute import kv_growth, page_report
+from ui.compute import kv_growth
+from ui.page import page_report
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_gib, fmt_int, fmt_pct
 from ui.scenario import url_number, url_segmented
 from ui.tables import download_csv, has_multiple_groups

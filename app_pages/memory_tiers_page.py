@@ -450,11 +450,11 @@ def claims_view() -> None:
     spill_b = g16.placement.weight_bytes_per_tier()[-1]
     what = ", ".join(escape_md(r["key"]) for r in spilled[:3])
     emb = h16.placement.bytes_by_category().get("embedding")
-    kv_read = sum(g4.tier_kv_bytes_per_step)
+    kv_read = g4.kv_bytes_per_step
     st.markdown(
         f"**Why not ≈ {c.paper_fp16_tokens_per_s:g} token/s.** With the reference's own "
         f"greedy placement {fmt_gb(spill_b)} of "
-        f"{fmt_gb(g16.placement.weight_bytes_per_tier().sum())} of weights spill to "
+        f"{fmt_gb(g16.placement.weight_bytes)} of weights spill to "
         f"{escape_md(last)} ({what}: DRAM fills in model order after the KV cache). The reference then streams *every* layer weight "
         f"({fmt_gb(c.reference_fp16.bytes_per_token)} per token) at the bandwidth of the "
         f"slowest tier holding any weight ({escape_md(c.reference_fp16.bottleneck_tier)}), and "
@@ -468,7 +468,7 @@ def claims_view() -> None:
     if emb is not None:
         st.markdown(
             f"**Hot-first** keeps everything read on every step in the fast tiers and parks the "
-            f"embedding table ({fmt_gb(emb.sum())}; only the token's row is gathered) in "
+            f"embedding table ({fmt_gb(h16.placement.category_bytes('embedding'))}; only the token's row is gathered) in "
             f"{escape_md(last)}{kv_note}: {_tier_ms(h16)} → "
             f"**{sig(h16.ideal.decode_tokens_per_s)} "
             f"tokens/s** ({sig(h16.estimated.decode_tokens_per_s)} estimated).")
@@ -476,7 +476,7 @@ def claims_view() -> None:
         f"**Why not INT4 ≈ {c.paper_int4_speedup:g}×.** The paper's figure matches neither "
         f"its code ({sig(c.reference_int4_speedup)}×: its FP16 baseline is the Flash-bottleneck "
         f"figure and KV reads are ignored) nor per-tier streaming. At 4 bits the weights "
-        f"({fmt_gb(g4.placement.weight_bytes_per_tier().sum())}) fit the fast tiers, but the "
+        f"({fmt_gb(g4.placement.weight_bytes)}) fit the fast tiers, but the "
         f"FP16 KV cache is still read every step ({fmt_gb(kv_read)} per token at the mean "
         f"context): {sig(g4.ideal.decode_tokens_per_s)} tokens/s = "
         f"{sig(c.greedy_int4_speedup)}× greedy FP16, {sig(c.hot_first_int4_speedup)}× "

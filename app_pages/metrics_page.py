@@ -1,11 +1,10 @@
 """Metrics: energy roofline, energy per operator and per token, TCO and CO2e per million output
 tokens, the same scenario on every hardware preset, and energy per token against published
-measurements. Thin: widgets -> llmpara_core.energy / cost / carbon -> Plotly."""
+measurements. Thin: widgets -> llmpara_core.metrics.energy / cost / carbon -> Plotly."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +17,7 @@ from llmpara_core.metrics.carbon import grid_region, grid_regions
 from llmpara_core.metrics.cost import MetricsSettings, compare_hardware, metrics_to_dict, scenario_metrics
 from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimated_rates,
                                  params_for_report, read_energy_measurements, reference_alpha,
-                                 tdp_fraction_roofline, validate_energy)
+                                 geometric_mean_ratio, tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import LLMParaError
 from ui import links
 from ui.format import escape_md, fmt_time, sig
@@ -235,9 +234,7 @@ def energy_view() -> None:
             ("Dynamic energy per FLOP", f"{sig(p.flop_j * 1e12)} pJ ({p.dtype_used.value})"),
             ("Memory energy per byte (weights)", f"{sig(p.weight_j_per_byte * 1e12)} pJ"),
         ], columns=["quantity", "value"]), hide_index=True)
-        parts = {k: sum(getattr(o, k) for o in e.prefill) + e.decode_steps *
-                 sum(getattr(o, k) for o in e.decode)
-                 for k in ("compute_j", "memory_j", "static_j", "comm_j")}
+        parts = e.whole_run_parts_j()
         fig = go.Figure(go.Bar(x=[v for v in parts.values()],
                                y=["compute", "memory", "static", "link"], orientation="h",
                                hovertemplate="%{y}: %{x:.3g} J<extra></extra>"))
@@ -306,9 +303,8 @@ def cost_view() -> None:
         st.caption(f"Grid: {escape_md(grid_region(region).name)}, "
                    f"{sig(c.gco2e_per_kwh)} gCO2e/kWh ({escape_md(grid_region(region).basis)}).")
         names = [region] + [r for r in REF_REGIONS if grid_region(r).key != region]
-        op_per_ci = c.operational_g_per_million_tokens / c.gco2e_per_kwh if c.gco2e_per_kwh else 0
         bars_x = [grid_region(n).name for n in names]
-        op = [op_per_ci * grid_region(n).gco2e_per_kwh if c.gco2e_per_kwh else 0 for n in names]
+        op = [c.operational_at_g_per_million_tokens(grid_region(n).gco2e_per_kwh) for n in names]
         fig = go.Figure([go.Bar(name="operational", x=bars_x, y=op),
                          go.Bar(name="embodied", x=bars_x,
                                 y=[c.embodied_g_per_million_tokens or 0] * len(names))])
@@ -422,12 +418,11 @@ def validation_view() -> None:
         "source": v.measurement.source, "notes": v.measurement.notes} for v in vs])
     used = df[df["in_tolerance_test"]]
     c1, c2, c3 = st.columns(3)
-    def gmean(col: str) -> float:
-        return math.exp(sum(math.log(x) for x in used[col]) / len(used)) if len(used) else None
-
+    tested = [v for v in vs if v.measurement.in_tolerance_test]
     c1.metric("Rows compared", len(used))
-    c2.metric("Geo-mean predicted / measured", sig(gmean("ratio")))
-    c3.metric("… with the measured step time", sig(gmean("ratio_with_measured_time")))
+    c2.metric("Geo-mean predicted / measured", sig(geometric_mean_ratio(v.ratio for v in tested)))
+    c3.metric("… with the measured step time",
+              sig(geometric_mean_ratio(v.ratio_with_measured_time for v in tested)))
     fig = go.Figure()
     lo, hi = 0.02, 20
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x",

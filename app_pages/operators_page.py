@@ -5,10 +5,10 @@ import streamlit as st
 
 from llmpara_core.operators import OpKind
 from ui import charts
-from ui.compute import page_report
+from ui.page import page_report
 from ui.scenario import url_multiselect, url_segmented, url_toggle
-from ui.tables import (OPERATOR_COLUMNS, download_csv, download_json, operators_frame,
-                       raw_operators_frame, report_json)
+from ui.tables import (OPERATOR_COLUMNS, category_frame, download_csv, download_json,
+                       operators_frame, raw_operators_frame, report_json)
 
 scn, rep = page_report("Operators", " · prefill = one pass over the prompt; decode = mean per "
            "decode step over the generation")
@@ -35,9 +35,7 @@ with st.container(horizontal=True):
                  key="dl_ops_raw")
     download_json(report_json(rep), "operators-report.json", "Report JSON", key="dl_ops_json")
 
-by_cat = (df.groupby(["phase", "category"], sort=False)
-          [["GFLOP", "total MB", "estimated µs"]].sum().reset_index())
-by_cat["share"] = by_cat["estimated µs"] / by_cat.groupby("phase")["estimated µs"].transform("sum")
+by_cat = category_frame(rep)
 left, right = st.columns(2)
 with left:
     log = url_toggle("Log scale", key="olog", value=True,

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from llmpara_core.export import report_to_dict
-from ui.compute import page_report
+from ui.page import page_report
 from ui.diagnosis import diagnosis
 from ui.format import (escape_md, fmt_bytes, fmt_count, fmt_gb, fmt_gib, fmt_int, fmt_pct,
                        fmt_rate, fmt_time)

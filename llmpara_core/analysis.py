@@ -96,6 +96,47 @@ class Phase:
         total = self.estimated_s
         return sum(r.estimated_s for r in self.rows if r.bound == "memory") / total if total else 0.0
 
+    def time_share(self, row: OpRow) -> float | None:
+        """Share of the phase's estimated time spent in ``row`` (None for an empty phase)."""
+        total = self.estimated_s
+        return row.estimated_s / total if total else None
+
+    def memory_traffic_shares(self) -> tuple[float, float]:
+        """(weight streaming, KV-cache traffic) shares of the phase's estimated time: each
+        memory-bound operator's time split by its bytes; compute-bound operators count in
+        neither."""
+        total = self.estimated_s
+        w = kv = 0.0
+        for r in self.rows:
+            if r.bound != "memory" or r.memory_bytes <= 0:
+                continue
+            w += r.estimated_s * r.weight_bytes / r.memory_bytes
+            kv += r.estimated_s * (r.kv_read_bytes + r.kv_write_bytes) / r.memory_bytes
+        return (w / total, kv / total) if total else (0.0, 0.0)
+
+    def by_category(self) -> tuple[CategoryTotal, ...]:
+        """Totals per operator kind, in order of first appearance."""
+        acc: dict[OpKind, list[float]] = {}
+        for r in self.rows:
+            a = acc.setdefault(r.kind, [0.0, 0.0, 0.0])
+            a[0] += r.flops
+            a[1] += r.memory_bytes
+            a[2] += r.estimated_s
+        total = self.estimated_s
+        return tuple(CategoryTotal(self.name, k, f, b, s, s / total if total else None)
+                     for k, (f, b, s) in acc.items())
+
+
+@dataclass(frozen=True)
+class CategoryTotal:
+    """One operator kind's totals in a phase; ``time_share`` of the phase's estimated time."""
+    phase: str
+    kind: OpKind
+    flops: float
+    memory_bytes: float
+    estimated_s: float
+    time_share: float | None
+
 
 @dataclass(frozen=True)
 class Timing:

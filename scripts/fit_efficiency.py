@@ -5,8 +5,8 @@
     python scripts/fit_efficiency.py --data my.csv --out /tmp/eff.toml --no-cv
 
 Reads ``presets/tables/measurements.csv`` (or ``--data``), maps every row to a scenario
-(``llmpara_core.validation``), fits the class values on single-device llama.cpp rows and the
-framework scales on their rows (``llmpara_core.fitting``), checks the fit with
+(``llmpara_core.calibration.measurements``), fits the class values on single-device llama.cpp rows and the
+framework scales on their rows (``llmpara_core.calibration.fitting``), checks the fit with
 leave-one-device-out refits, and writes ``presets/tables/efficiency.toml``. Deterministic: the
 fit always starts from the provisional constants in ``llmpara_core/hardware.py``, so rerunning
 on the same data gives the same table.

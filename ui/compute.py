@@ -28,23 +28,6 @@ def scenario_report(scn) -> Report:
     return report(scn.model, scn.hardware, scn.precision, scn.workload)
 
 
-def page_report(title: str, note: str = ""):
-    """The common head of a scenario page: title, the scenario line (+ ``note``, markdown-safe
-    text) and the scenario's report; an invalid scenario shows the core's message and stops."""
-    from llmpara_core.errors import ConfigError
-
-    from .format import escape_md
-    from .scenario import get_scenario
-    scn = get_scenario()
-    st.title(title)
-    st.caption(escape_md(scn.label) + note)
-    try:
-        return scn, scenario_report(scn)
-    except ConfigError as e:
-        st.error(f"Cannot analyse this scenario: {escape_md(e)}")
-        st.stop()
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
 def model_from_config(text: bytes, name: str) -> Model:
     """A model from an uploaded or pasted Hugging Face ``config.json`` (ConfigError if bad)."""
@@ -63,7 +46,7 @@ def preset_hardware(slug: str) -> Hardware:
 @st.cache_data(max_entries=64, show_spinner=False)
 def decode_crossover(model: Model, hardware: Hardware, precision: Precision,
                      workload: Workload, max_batch: int):
-    """Smallest batch at which decode turns compute-bound (see llmpara_core.ui_support)."""
+    """Smallest batch at which decode turns compute-bound (``llmpara_core.sweeps``)."""
     from llmpara_core.sweeps import decode_crossover_batch
     return decode_crossover_batch(model, hardware, precision, workload, max_batch=max_batch)
 

@@ -1,23 +1,10 @@
-"""One-line diagnoses from a report's rows: shares of estimated time only (no physics)."""
+"""One-line diagnoses of a report (the shares come from the core's ``Phase``)."""
 
 from __future__ import annotations
 
 from llmpara_core.analysis import Phase, Report
 
 from .format import fmt_pct
-
-
-def _byte_shares(phase: Phase) -> tuple[float, float]:
-    """Shares of the phase's estimated time spent streaming weights and KV cache in
-    memory-bound operators (each such operator's time split by its bytes)."""
-    total = phase.estimated_s
-    w = kv = 0.0
-    for r in phase.rows:
-        if r.bound != "memory" or r.memory_bytes <= 0:
-            continue
-        w += r.estimated_s * r.weight_bytes / r.memory_bytes
-        kv += r.estimated_s * (r.kv_read_bytes + r.kv_write_bytes) / r.memory_bytes
-    return (w / total, kv / total) if total else (0.0, 0.0)
 
 
 def phase_line(phase: Phase) -> str:
@@ -27,12 +14,12 @@ def phase_line(phase: Phase) -> str:
         return f"{phase.name}: nothing to run"
     mem = phase.memory_bound_share()
     if mem >= 0.5:
-        w, kv = _byte_shares(phase)
+        w, kv = phase.memory_traffic_shares()
         return (f"{phase.name} is memory-bound: {fmt_pct(mem)} of its time is in memory-bound "
                 f"operators — {fmt_pct(w)} weight streaming, {fmt_pct(kv)} KV cache traffic")
     top = max(phase.rows, key=lambda r: r.estimated_s)
     return (f"{phase.name} is compute-bound: {fmt_pct(1 - mem)} of its time is in compute-bound "
-            f"operators (largest: {top.name}, {fmt_pct(top.estimated_s / phase.estimated_s)})")
+            f"operators (largest: {top.name}, {fmt_pct(phase.time_share(top))})")
 
 
 def diagnosis(report: Report) -> list[str]:

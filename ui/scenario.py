@@ -31,6 +31,7 @@ from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, S_PER_US
 from llmpara_core.workload import Workload
 
 from . import links
+from .compute import model_from_config
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
 from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
                     OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
@@ -365,7 +366,6 @@ def _reset_overrides() -> None:
 
 
 def _use_config(text: bytes, name: str) -> None:
-    from .compute import model_from_config
     ss = st.session_state
     try:
         ss[_CUSTOM] = model_from_config(text, name)

@@ -31,13 +31,23 @@ def all_rows(report: Report) -> tuple[OpRow, ...]:
     return report.prefill.rows + report.decode.rows
 
 
+def category_frame(report: Report) -> pd.DataFrame:
+    """Totals per operator kind and phase in display units (GFLOP, MB = 10^6 B, µs), with the
+    share of the phase's estimated time (``Phase.by_category``)."""
+    return pd.DataFrame.from_records([
+        {"phase": c.phase, "category": c.kind.value, "GFLOP": c.flops / FLOPS_PER_GFLOP,
+         "total MB": c.memory_bytes / BYTES_PER_MB, "estimated µs": c.estimated_s / S_PER_US,
+         "share": c.time_share}
+        for phase in (report.prefill, report.decode) for c in phase.by_category()],
+        columns=["phase", "category", "GFLOP", "total MB", "estimated µs", "share"])
+
+
 def operators_frame(report: Report) -> pd.DataFrame:
     """One row per operator and phase, in display units (GFLOP, MB = 10^6 B, µs). Prefill is
     one pass; decode is the mean per decode step. Share = share of the phase's estimated time."""
     multi = has_multiple_groups(report)
     recs = []
     for phase in (report.prefill, report.decode):
-        total = phase.estimated_s
         for r in phase.rows:
             ai = r.arithmetic_intensity
             recs.append({
@@ -53,7 +63,7 @@ def operators_frame(report: Report) -> pd.DataFrame:
                 "bound": r.bound,
                 "ideal µs": r.ideal_s / S_PER_US,
                 "estimated µs": r.estimated_s / S_PER_US,
-                "share of phase time": (r.estimated_s / total) if total else None,
+                "share of phase time": phase.time_share(r),
             })
     return pd.DataFrame.from_records(recs)
 

@@ -4,7 +4,7 @@ vectorised over numpy arrays (formulas and sources: ``presets/tables/dse_physics
 These couple the axes so that a Pareto front is a real trade-off: compute costs die area, and
 area costs money and carbon (dies per wafer, yield); bandwidth per GB of capacity decides the
 memory technology, and with it the price per GB, the energy per byte and the carbon per GB;
-power follows compute and bandwidth through the energy model of ``llmpara_core.energy``
+power follows compute and bandwidth through the energy model of ``llmpara_core.metrics.energy``
 (its class constants; no new power constants). The reference tool swept TDP and price
 independently of the chip, so every optimum was the fastest chip at the lowest TDP and price
 (reference-tool §10 item 3).
@@ -57,7 +57,7 @@ class MemoryTech:
     max_gbps_per_gb: float
     max_gbps: float
     max_gb: float
-    j_per_byte: float            # device access + on-chip delivery, as llmpara_core.energy
+    j_per_byte: float            # device access + on-chip delivery, as llmpara_core.metrics.energy
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ def memory_violation(bw_gbps, cap_gb, cp: ClassPhysics):
 
 def required_tdp_w(peak_eff_flops_per_s, bw_eff_bytes_per_s, mem_j_per_byte, cp: ClassPhysics,
                    dtype: DType):
-    """The TDP at which ``llmpara_core.energy_params``' calibration (TDP = P_static +
+    """The TDP at which ``llmpara_core.metrics.energy_params``' calibration (TDP = P_static +
     e_flop P_eff + e_byte BW_eff, P_static = idle fraction x TDP + active increment) returns
     the class's own e_flop: TDP = (increment + e_flop P_eff + e_byte BW_eff) / (1 - idle)."""
     num = (cp.active_increment_w + cp.class_flop_j(dtype) * peak_eff_flops_per_s

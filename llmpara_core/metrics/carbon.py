@@ -100,6 +100,13 @@ class CarbonResult:
     def total_g_per_million_tokens(self) -> float:
         return self.operational_g_per_million_tokens + (self.embodied_g_per_million_tokens or 0.0)
 
+    def operational_at_g_per_million_tokens(self, gco2e_per_kwh: float) -> float:
+        """Operational part [gCO2e / M tokens] on another grid (it scales linearly with the
+        grid's intensity; the same energy and PUE)."""
+        if self.gco2e_per_kwh <= 0:
+            return 0.0
+        return self.operational_g_per_million_tokens * gco2e_per_kwh / self.gco2e_per_kwh
+
     @property
     def embodied_fraction(self) -> float | None:
         t = self.total_g_per_million_tokens

@@ -191,6 +191,15 @@ class EnergyReport:
     def rows(self) -> tuple[OpEnergy, ...]:
         return self.prefill + self.decode
 
+    def whole_run_parts_j(self) -> dict[str, float]:
+        """Energy of the whole run [J] by part: ``compute``, ``memory``, ``static`` and ``link``
+        (prefill once + every decode step)."""
+        def part(attr: str) -> float:
+            return (sum(getattr(o, attr) for o in self.prefill)
+                    + self.decode_steps * sum(getattr(o, attr) for o in self.decode))
+        return {"compute": part("compute_j"), "memory": part("memory_j"),
+                "static": part("static_j"), "link": part("comm_j")}
+
 
 def energy_report(report: Report, params: EnergyParams | None = None,
                   model: str = "components", alpha: float | None = None) -> EnergyReport:
@@ -341,6 +350,12 @@ class EnergyValidation:
     def ratio_with_measured_time(self) -> float | None:
         p = self.predicted_with_measured_time_j_per_token
         return None if p is None else p / self.measurement.measured_j_per_token
+
+
+def geometric_mean_ratio(ratios) -> float | None:
+    """Geometric mean of predicted / measured ratios (None for no ratios; every ratio > 0)."""
+    logs = [math.log(x) for x in ratios if x is not None]
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 def validate_energy(measurements) -> tuple[EnergyValidation, ...]:

@@ -1,5 +1,5 @@
 """Energy constants of a device: dynamic energy per FLOP by compute data type, energy per byte
-by memory tier, static power. Sources and the calibration rule: ``llmpara_core.energy``
+by memory tier, static power. Sources and the calibration rule: ``llmpara_core.metrics.energy``
 (module docstring), ``presets/tables/energy.toml`` and ``presets/tables/hardware_power.toml``.
 Every choice made for a device is recorded in ``EnergyParams.assumptions``.
 """

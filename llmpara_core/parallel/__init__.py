@@ -47,10 +47,10 @@ bandwidth, M = message bytes; see :func:`collective_terms`)
   is added in both ideal and estimated times; estimated adds ``COLLECTIVE_SYNC_S`` per
   collective (per level when hierarchical) for the participants' handshake.
 
-Modules: :mod:`.parallel_plan` (plan, validation, the device's slice of the model),
-:mod:`.parallel_comm` (collectives), :mod:`.parallel_eval` (``shard_analyze``: memory, time,
-breakdowns), :mod:`.parallel_search` (scaling curves, best-plan search),
-:mod:`.parallel_validation` (published TP measurements). This module re-exports their public
+Modules: :mod:`.plan` (plan, validation, the device's slice of the model),
+:mod:`.collectives` (collectives), :mod:`.evaluation` (``shard_analyze``: memory, time,
+breakdowns), :mod:`.search` (scaling curves, best-plan search),
+:mod:`.measurements` (published TP measurements). This module re-exports their public
 names, so ``from llmpara_core import parallel`` is all a caller needs.
 """
 

@@ -568,7 +568,7 @@ def _device_energy_j(params, s: "_Sum", busy_s: float, idle_s: float) -> float:
 
 def _energy(eng: _Engine, spec: Speculation, mem: SpecMemory, t: SpecTiming, sums) -> SpecEnergy:
     """Decode energy per generated token, vanilla vs speculative, with the component model of
-    ``llmpara_core.energy`` (Choi et al. energy roofline: static power x estimated time + e_flop x
+    ``llmpara_core.metrics.energy`` (Choi et al. energy roofline: static power x estimated time + e_flop x
     FLOPs + e_byte x bytes by kind) applied to the step totals."""
     from ..metrics.energy import energy_params
     su = eng.su

@@ -10,7 +10,7 @@ each layer (at the workload's full context, for the whole batch) and the activat
 (the largest live set of any operator of a decode step or of a prefill pass of at most
 ``prefill_chunk_tokens`` tokens — chunked prefill, as serving engines run it). Items are laid
 into tiers under their capacities, byte-exactly (an item may straddle two tiers; its reads are
-then split in the same proportion). Strategies (in :mod:`~llmpara_core.tiers_placement`):
+then split in the same proportion). Strategies (in :mod:`~llmpara_core.tiers.placement`):
 
 ``greedy``
     The reference tool's algorithm (its ``compute_data_placement``), generalised to N tiers:
@@ -59,8 +59,8 @@ efficiency's ``kv_read`` share of that, when it has one, as the plain roofline d
 per-kernel overhead.
 
 Sweeps, the reference tool's own formula, the check of its claims and plain-data views are in
-:mod:`~llmpara_core.tiers_report`; tier tables and their link form in
-:mod:`~llmpara_core.tiers_io`.
+:mod:`~llmpara_core.tiers.report`; tier tables and their link form in
+:mod:`~llmpara_core.tiers.formats`.
 
 *Energy.* Per decode step: sum_t bytes_t * energy_t (tier pJ/B; the class default when a tier
 does not say) + FLOPs * the class's energy per FLOP + idle power * step time; per token = / batch.
@@ -255,6 +255,11 @@ class HeteroResult:
     @property
     def tiers(self) -> tuple[MemoryTier, ...]:
         return self.placement.tiers
+
+    @property
+    def kv_bytes_per_step(self) -> float:
+        """KV-cache bytes read and written per mean decode step, over every tier."""
+        return sum(self.tier_kv_bytes_per_step)
 
     @property
     def decode_tokens_per_s(self) -> float:

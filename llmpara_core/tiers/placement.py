@@ -127,6 +127,16 @@ class Placement:
             out[it.category] = out[it.category] + row
         return {k: v for k, v in out.items() if v.sum() > 0}
 
+    @property
+    def weight_bytes(self) -> float:
+        """All weight bytes stored, over every tier."""
+        return float(self.weight_bytes_per_tier().sum())
+
+    def category_bytes(self, category: str) -> float:
+        """Stored bytes of one category over every tier (0 when absent)."""
+        return float(sum(row.sum() for it, row in zip(self.items, self.tier_bytes)
+                         if it.category == category))
+
     def weight_bytes_per_tier(self) -> np.ndarray:
         mask = np.array([it.category in WEIGHT_CATEGORIES for it in self.items])
         return self.tier_bytes[mask].sum(axis=0) if mask.any() else np.zeros(len(self.tiers))

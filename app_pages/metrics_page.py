@@ -14,11 +14,13 @@ import streamlit as st
 from llmpara_core import presets
 from llmpara_core.analysis import analyze
 from llmpara_core.metrics.carbon import grid_region, grid_regions
-from llmpara_core.metrics.cost import MetricsSettings, compare_hardware, metrics_to_dict, scenario_metrics
+from llmpara_core.metrics.cost import (MetricsSettings, compare_hardware, cost_efficiency,
+                                       metrics_to_dict, scenario_metrics)
 from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimated_rates,
                                  params_for_report, read_energy_measurements, reference_alpha,
                                  geometric_mean_ratio, tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import LLMParaError
+from llmpara_core.units import FLOPS_PER_TFLOP
 from ui import links
 from ui.format import escape_md, fmt_time, sig
 from ui.scenario import (add_warning, chart_config, get_scenario, register_link_param,
@@ -38,7 +40,8 @@ GIGA = 1e9
 def _metrics(model, hardware, precision, workload, settings, overrides):
     report = analyze(model, hardware, precision, workload)
     params = params_for_report(report).with_overrides(**dict(overrides))
-    return report, scenario_metrics(report, settings, params)
+    m = scenario_metrics(report, settings, params)
+    return report, m, cost_efficiency(report, m)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -141,7 +144,7 @@ try:
                                include_idle=bool(charge_idle), energy_model=model_kind,
                                alpha=float(alpha) if model_kind == "tdp-fraction" else None,
                                embodied_kgco2e=None if emb is None else float(emb))
-    report, m = _metrics(scn.model, scn.hardware, scn.precision, scn.workload, settings,
+    report, m, ce = _metrics(scn.model, scn.hardware, scn.precision, scn.workload, settings,
                          tuple(overrides))
 except LLMParaError as exc:
     st.error(f"Metrics unavailable for this scenario: {escape_md(exc)}")
@@ -183,6 +186,20 @@ def _ops_frame(rows, phase: str) -> pd.DataFrame:
         "gflop_per_j": None if o.flops_per_j is None else o.flops_per_j / GIGA} for o in rows])
 
 
+def _ridge_marker(fig: go.Figure, x: float, text: str) -> None:
+    """A dotted vertical line at ``x`` across the y range of the traces already drawn, as a
+    trace: a shape or annotation on a log axis takes log10 coordinates, so ``add_vline(x=183)``
+    would stretch the axis to 10^183."""
+    ys = [v for tr in fig.data for v in (tr.y if tr.y is not None else ())
+          if v is not None and v > 0]
+    if not ys or not x or x <= 0:
+        return
+    fig.add_trace(go.Scatter(x=[x, x], y=[min(ys), max(ys)], mode="lines+text",
+                             text=["", f"{text} {sig(x)} FLOP/B"], textposition="bottom right",
+                             line={"dash": "dot", "width": 1, "color": "#8C8C8C"},
+                             hoverinfo="skip", showlegend=False))
+
+
 def energy_view() -> None:
     r_est = estimated_rates(report)
     p = e.params
@@ -210,8 +227,7 @@ def energy_view() -> None:
                     text=[o.name for o in pts], customdata=[[o.total_j, o.power_w or 0] for o in pts],
                     hovertemplate="%{text}<br>AI=%{x:.3g} FLOP/B<br>%{y:.3g} GFLOP/J<br>"
                                   "%{customdata[0]:.3g} J, %{customdata[1]:.0f} W<extra></extra>"))
-        fig.add_vline(x=comp.time_ridge, line={"dash": "dot", "width": 1},
-                      annotation_text="time ridge")
+        _ridge_marker(fig, comp.time_ridge, "time ridge")
         fig.update_xaxes(type="log", title="Arithmetic intensity (FLOP/byte)", dtick=1)
         fig.update_yaxes(type="log", title="Attainable GFLOP/J (= GFLOPS/W)", dtick=1)
         fig.update_layout(height=430, margin={"t": 10}, legend={"orientation": "h", "y": -0.2})
@@ -272,7 +288,28 @@ def energy_view() -> None:
 
 # ---------------------------------------------------------------------------- cost & carbon view
 
+def _usd(v: float | None) -> str:
+    return "—" if v is None else f"${sig(v)}"
+
+
+def cost_cards() -> None:
+    """$/M tokens with the reference tool's TCO cards beside it (llmpara_core.metrics.cost)."""
+    q = st.columns(4)
+    q[0].metric("$ / M output tokens", _usd(t.usd_per_million_tokens),
+                help="Capex amortised over lifetime x utilisation + electricity x PUE.")
+    q[1].metric("TCO per EFLOP", _usd(ce.usd_per_eflop),
+                help=f"TCO per busy hour / FLOPs this workload executes per hour x 10^18 "
+                     f"(achieved {sig(ce.achieved_flops_per_s / FLOPS_PER_TFLOP)} TFLOP/s on average; the "
+                     "reference tool priced a peak EFLOP instead).")
+    q[2].metric("kWh / M output tokens", sig(ce.kwh_per_million_tokens),
+                help="Device energy x PUE per million output tokens (facility energy).")
+    q[3].metric("GFLOPS / $", sig(ce.gflops_per_usd_peak),
+                help=f"Peak GFLOP/s ({report.dtype_used.value}) per USD of device price; "
+                     f"achieved by this workload: {sig(ce.gflops_per_usd_achieved)} GFLOPS/$.")
+
+
 def cost_view() -> None:
+    cost_cards()
     left, right = st.columns(2)
     with left:
         st.subheader("Total cost of ownership")
@@ -287,6 +324,10 @@ def cost_view() -> None:
              else f"{100 * t.energy_fraction:.1f} %"),
             ("$ per M output tokens", "—" if t.usd_per_million_tokens is None
              else f"${sig(t.usd_per_million_tokens)}"),
+            ("TCO per EFLOP of this workload", _usd(ce.usd_per_eflop)),
+            ("kWh per M output tokens (x PUE)", sig(ce.kwh_per_million_tokens)),
+            ("Peak GFLOP/s per $", sig(ce.gflops_per_usd_peak)),
+            ("Achieved GFLOP/s per $", sig(ce.gflops_per_usd_achieved)),
             ("Throughput used", f"{sig(m.tokens_per_s)} output tokens/s (batch {e.batch})"),
         ], columns=["quantity", "value"]), hide_index=True)
         fig = go.Figure([go.Bar(name="capex", x=["$/M tokens"],

@@ -21,10 +21,10 @@ from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimate
                                  geometric_mean_ratio, tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import LLMParaError
 from llmpara_core.units import FLOPS_PER_TFLOP
-from ui import links
 from ui.format import escape_md, fmt_time, sig
-from ui.scenario import (add_warning, chart_config, get_scenario, register_link_param,
-                         url_number, url_segmented, url_selectbox, url_toggle, with_framework)
+from ui.page_inputs import optional_number
+from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
+                         url_toggle, with_framework)
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "energy_measurements.csv"
@@ -54,19 +54,6 @@ def _compare(model, precision, workload, settings, framework):
 @st.cache_data(max_entries=2, show_spinner=False)
 def _validation(path: str):
     return validate_energy(read_energy_measurements(path))
-
-
-def _optional_number(label: str, key: str, lo: float, hi: float, placeholder: str, **kw):
-    """An empty-by-default number input bound to the URL (empty = the model's default)."""
-    raws = st.query_params.get_all(key)
-    if raws and links.parse_float(raws[-1], lo, hi) is None:
-        add_warning(f"Link parameter `{key}`: '{links.show_value(raws[-1])}' is not a number "
-                    f"in [{lo}, {hi}]; using the default.")
-    v = st.number_input(label, lo, hi, value=None, key=key, bind="query-params",
-                        placeholder=placeholder, **kw)
-    if v is not None:
-        register_link_param(key, links.format_number(v))
-    return v
 
 
 def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
@@ -112,7 +99,7 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
     with c4:
         util = url_number("Utilisation (%)", "m_util", 1, 100,
                           int(round(100 * tco_defaults["utilisation"])), step=5)
-        emb = _optional_number("Embodied carbon (kgCO2e)", "m_emb", 0.0, 1e6,
+        emb = optional_number("Embodied carbon (kgCO2e)", "m_emb", 0.0, 1e6,
                                "device default", help="Overrides the device's embodied carbon.")
     st.caption("Device price and TDP come from the sidebar's hardware (override them there). "
                f"Defaults and sources: presets/tables/energy.toml; region data: "
@@ -120,12 +107,12 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
 with st.expander("Energy constants (override the device defaults)", expanded=False):
     e1, e2, e3 = st.columns(3)
     with e1:
-        o_static = _optional_number("Static power (W)", "m_static", 0.0, 1e5, "device default")
+        o_static = optional_number("Static power (W)", "m_static", 0.0, 1e5, "device default")
     with e2:
-        o_flop = _optional_number("Dynamic energy (pJ/FLOP)", "m_pjflop", 0.0, 1e4,
+        o_flop = optional_number("Dynamic energy (pJ/FLOP)", "m_pjflop", 0.0, 1e4,
                                   "device default")
     with e3:
-        o_byte = _optional_number("Memory energy (pJ/byte)", "m_pjbyte", 0.0, 1e5,
+        o_byte = optional_number("Memory energy (pJ/byte)", "m_pjbyte", 0.0, 1e5,
                                   "device default", help="Applies to weights, KV and "
                                   "activations alike.")
 

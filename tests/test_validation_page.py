@@ -108,3 +108,29 @@ def test_bad_csv_is_a_message():
                                           "128,Groq\n").run()
     assert not at.exception
     assert any("no row could be mapped" in e.value for e in at.error)
+
+
+def test_chart_and_summary_lead_and_the_method_sits_in_an_expander(default_page):
+    """Defect 12: the page led with ~1,000 words of method text."""
+    at = default_page
+    heads = [h.value for h in at.main.subheader]
+    assert heads[0].startswith("Predicted vs measured")
+    assert heads[1] == "Error by hardware class and framework"
+    method = next(e for e in at.main.expander if e.label.startswith("Method"))
+    assert any("Estimated time per operator" in md.value for md in method.markdown)
+    top_level = [md.value for md in at.main.markdown
+                 if "Estimated time per operator" in md.value]
+    assert len(top_level) == 1                    # only the one inside the expander
+
+
+def test_error_explorer_is_altair_with_a_linked_selection(default_page):
+    import json
+    at = default_page
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 1
+    spec = json.loads(charts[0].proto.spec)
+    params = spec.get("params", []) + [p for c in spec["hconcat"] for p in c.get("params", [])]
+    assert params and params[0]["select"]["type"] == "point"
+    assert params[0]["bind"] == "legend"
+    text = json.dumps(spec)
+    assert "median" in text and '"condition"' in text       # bars aggregate, points follow

@@ -55,3 +55,37 @@ def scatter(df: pd.DataFrame, metric: str, color_by: str, show_ideal: bool) -> g
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(groupclick="toggleitem"))
     return fig
+
+
+def error_explorer(df: pd.DataFrame, color_by: str, metric: str):
+    """Altair: median |error| per group (bars) linked to every row's error against the measured
+    value (points). Clicking a bar (or its legend entry) highlights that group's rows; errors are
+    fractions (``prediction_row``), shown as percentages."""
+    import altair as alt
+
+    data = df[["row_id", "model", "hardware", "framework", "quant", "measured", "estimated",
+               "error", color_by]].copy()
+    data["abs_error"] = data["error"].abs()
+    data["group"] = data[color_by].astype(str)
+    pick = alt.selection_point(fields=["group"], bind="legend")
+    color = alt.Color("group:N", title=color_by, scale=alt.Scale(range=list(PALETTE)))
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("group:N", title=None, sort="-x"),
+        x=alt.X("median(abs_error):Q", title="median |error|", axis=alt.Axis(format="%")),
+        color=color, opacity=alt.condition(pick, alt.value(1.0), alt.value(0.25)),
+        tooltip=[alt.Tooltip("group:N", title=color_by),
+                 alt.Tooltip("median(abs_error):Q", title="median |error|", format=".1%"),
+                 alt.Tooltip("count():Q", title="rows")],
+    ).add_params(pick).properties(width=260, height=alt.Step(22))
+    points = alt.Chart(data).mark_circle(size=55).encode(
+        x=alt.X("measured:Q", title=f"measured [{UNITS[metric]}]", scale=alt.Scale(type="log")),
+        y=alt.Y("error:Q", title="error (predicted / measured − 1)", axis=alt.Axis(format="%")),
+        color=color, opacity=alt.condition(pick, alt.value(0.9), alt.value(0.08)),
+        tooltip=["row_id", "model", "hardware", "framework", "quant",
+                 alt.Tooltip("measured:Q", format=".4g"), alt.Tooltip("estimated:Q", format=".4g"),
+                 alt.Tooltip("error:Q", format="+.1%")],
+    ).properties(width=520, height=320)
+    band = alt.Chart(pd.DataFrame({"lo": [-BAND], "hi": [BAND]})).mark_rect(
+        opacity=0.12, color="#8C8C8C").encode(
+        y=alt.Y("lo:Q", title="error (predicted / measured − 1)"), y2="hi:Q")
+    return alt.hconcat(bars, band + points).resolve_scale(color="shared")

@@ -175,7 +175,7 @@ if tiers is None:
 hw = replace(base_hw, memory_tiers=tiers,
              name=base_hw.name + (" (edited tiers)" if edited else ""))
 
-c = st.columns([3, 2, 2, 2])
+c = st.columns([3, 2, 3, 2])
 with c[0]:
     strategy = url_segmented("Placement", STRATEGIES, key="mt_strategy", default="greedy",
                              help="; ".join(f"{k}: {v}" for k, v in STRATEGY_HELP.items()))
@@ -226,7 +226,7 @@ except ConfigError as e:
 ref = reference_estimate(model, hw, prec, wl)
 if res is not None:
     est, ideal = res.estimated, res.ideal
-    m = st.columns(6)
+    m = st.columns(3) + st.columns(3)      # six across clipped the labels at 1440 px
     m[0].metric("Tokens/s per sequence", sig(est.decode_tokens_per_s),
                 help=f"estimated (1 / TPOT); at peak rates {fmt_rate(ideal.decode_tokens_per_s)}")
     m[1].metric("Aggregate tokens/s", sig(est.throughput_tokens_per_s),

@@ -31,11 +31,12 @@ IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 CHANGES = {
     "metrics": [("view Cost", lambda p: p.get_by_text("Cost & carbon", exact=True).first.click()),
                 ("view Energy", lambda p: p.get_by_text("Energy", exact=True).first.click())],
-    "validation": [("open", None)],
-    "speculative": [("open", None)],
-    "sharding": [("open", None)],
-    "design-space": [("open", None)],
-    "memory-tiers": [("open", None)],
+    "validation": [("metric TTFT", lambda p: p.get_by_text("TTFT", exact=True).first.click())],
+    "speculative": [("view Batch", lambda p: p.get_by_text("Batch", exact=True).first.click())],
+    "sharding": [("view Scaling", lambda p: p.get_by_text("Scaling", exact=True).first.click())],
+    "design-space": [("objective x", lambda p: p.get_by_text("× 0.25 / × 4", exact=True).first.click())],
+    "memory-tiers": [("view Time", lambda p: p.get_by_text("Time per tier", exact=True).first.click()),
+                     ("view Precision", lambda p: p.get_by_text("Precision sweep", exact=True).first.click())],
 }
 
 CHECK_JS = """() => {
@@ -122,6 +123,11 @@ def main() -> int:
                         t0 = time.monotonic()
                         act(page)
                         print(name, theme, step, f"{_idle(page, t0):.2f}", flush=True)
+                        page.wait_for_timeout(1200)
+                        tag = step.replace(" ", "_")
+                        page.screenshot(path=str(out / f"{name}-{theme}-{tag}.png"))
+                        for problem in page.evaluate(CHECK_JS):
+                            print(name, theme, step, "PROBLEM", problem, flush=True)
                     page.close()
                 if foreign:
                     print("PROBLEM foreign requests:", sorted(set(foreign))[:5], flush=True)

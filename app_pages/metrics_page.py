@@ -149,7 +149,10 @@ k4.metric("$ / M output tokens", "—" if t.usd_per_million_tokens is None
                "scenario's throughput with its batch.")
 k5.metric("gCO2e / M tokens", sig(c.total_g_per_million_tokens),
           help="Operational (energy x PUE x grid) + embodied (amortised).")
-k6.metric("Output tokens/s", sig(m.tokens_per_s), help="batch x gen / end-to-end time.")
+k6.metric("End-to-end tokens/s", sig(m.tokens_per_s),
+          help="Output tokens / end-to-end time = batch x gen / (TTFT + decode), prefill "
+               "included; the Overview's decode tokens/s (1 / TPOT) leaves prefill out, so it "
+               "is higher.")
 if not m.fits:
     st.warning(f"The scenario does not fit in {escape_md(scn.hardware.name)}'s memory; figures "
                f"are what it would cost if it did.")
@@ -182,7 +185,7 @@ def _ridge_marker(fig: go.Figure, x: float, text: str) -> None:
     if not ys or not x or x <= 0:
         return
     fig.add_trace(go.Scatter(x=[x, x], y=[min(ys), max(ys)], mode="lines+text",
-                             text=["", f"{text} {sig(x)} FLOP/B"], textposition="bottom right",
+                             text=[f"{text} {sig(x)} FLOP/B", ""], textposition="top right",
                              line={"dash": "dot", "width": 1, "color": "#8C8C8C"},
                              hoverinfo="skip", showlegend=False))
 
@@ -316,12 +319,14 @@ def cost_view() -> None:
             ("Peak GFLOP/s per $", sig(ce.gflops_per_usd_peak)),
             ("Achieved GFLOP/s per $", sig(ce.gflops_per_usd_achieved)),
             ("Throughput used", f"{sig(m.tokens_per_s)} output tokens/s (batch {e.batch})"),
-        ], columns=["quantity", "value"]), hide_index=True)
-        fig = go.Figure([go.Bar(name="capex", x=["$/M tokens"],
-                                y=[t.capex_usd_per_million_tokens or 0]),
-                         go.Bar(name="electricity", x=["$/M tokens"],
-                                y=[t.electricity_usd_per_million_tokens or 0])])
-        fig.update_layout(barmode="stack", height=300, margin={"t": 10}, yaxis_title="USD")
+        ], columns=["quantity", "value"]), hide_index=True, height=35 * 13 + 3)
+        fig = go.Figure([go.Bar(name="capex", y=["$/M tokens"], orientation="h",
+                                x=[t.capex_usd_per_million_tokens or 0]),
+                         go.Bar(name="electricity", y=["$/M tokens"], orientation="h",
+                                x=[t.electricity_usd_per_million_tokens or 0])])
+        fig.update_layout(barmode="stack", height=170, margin={"t": 10, "b": 10},
+                          xaxis_title="USD per million output tokens",
+                          legend={"orientation": "h", "y": 1.25})
         st.plotly_chart(fig, key="m_tco", config=chart_config("tco"))
         if t.price_usd is None:
             st.warning("This device has no price: enter one in the sidebar (Hardware "
@@ -333,11 +338,13 @@ def cost_view() -> None:
         names = [region] + [r for r in REF_REGIONS if grid_region(r).key != region]
         bars_x = [grid_region(n).name for n in names]
         op = [c.operational_at_g_per_million_tokens(grid_region(n).gco2e_per_kwh) for n in names]
-        fig = go.Figure([go.Bar(name="operational", x=bars_x, y=op),
-                         go.Bar(name="embodied", x=bars_x,
-                                y=[c.embodied_g_per_million_tokens or 0] * len(names))])
-        fig.update_layout(barmode="stack", height=380, margin={"t": 10},
-                          yaxis_title="gCO2e per M output tokens")
+        fig = go.Figure([go.Bar(name="operational", y=bars_x, x=op, orientation="h"),
+                         go.Bar(name="embodied", y=bars_x, orientation="h",
+                                x=[c.embodied_g_per_million_tokens or 0] * len(names))])
+        fig.update_layout(barmode="stack", height=120 + 30 * len(names), margin={"t": 10},
+                          xaxis_title="gCO2e per M output tokens",
+                          yaxis={"autorange": "reversed"},
+                          legend={"orientation": "h", "y": -0.2})
         st.plotly_chart(fig, key="m_co2", config=chart_config("co2e_by_region"))
         st.caption("First bar: the selected region; then the reference tool's nine regions "
                    "(operational carbon scales linearly with grid intensity).")

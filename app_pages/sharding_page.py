@@ -382,9 +382,14 @@ def scaling_view() -> None:
         show(efficiency_figure(ok), "sharding-efficiency")
     for _, row in df[df.speedup.isna()].iterrows():
         st.caption(f"{row.devices} devices: {escape_md(row.note)}")
-    st.dataframe(df[["devices", "plan", "tpot_s", "ttft_s", "throughput_tokens_per_s",
-                     "speedup", "efficiency", "communication_share", "fits", "note"]],
-                 hide_index=True)
+    st.dataframe(df.assign(tpot=df.tpot_s.map(fmt_time), ttft=df.ttft_s.map(fmt_time),
+                           aggregate=df.throughput_tokens_per_s.map(fmt_rate),
+                           speedup_x=df.speedup.map(lambda v: f"{sig(v)}×"),
+                           eff=df.efficiency.map(fmt_pct),
+                           comm=df.communication_share.map(lambda v: fmt_pct(v, 1)))[
+        ["devices", "plan", "tpot", "ttft", "aggregate", "speedup_x", "eff", "comm", "fits",
+         "note"]].rename(columns={"speedup_x": "speedup", "eff": "efficiency",
+                                  "comm": "communication share"}), hide_index=True)
     download_csv(df, f"sharding-scaling-{strategy}.csv", "Scaling CSV", key="dl_sh_scaling")
 
 

@@ -282,30 +282,8 @@ def result_json() -> bytes:
 
 # ---- views ----------------------------------------------------------------------------------
 
-def expected_tokens_figure(curves) -> go.Figure:
-    """E[tokens per verification step] against γ, one curve per α (the core's curves)."""
-    fig = go.Figure()
-    for c in curves:
-        mine = mode == "alpha" and c.alpha == float(alpha)
-        fig.add_scatter(x=c.gammas, y=c.expected_tokens, mode="lines+markers",
-                        name=f"α = {c.alpha:g}", line=dict(width=4 if mine else 2),
-                        hovertemplate="γ %{x}: E = %{y:.3g} tokens<extra>"
-                                      f"α = {c.alpha:g}</extra>")
-    fig.add_scatter(x=[int(gamma)], y=[report.expected_tokens_per_step], mode="markers",
-                    name="this setting", marker=dict(symbol="star", size=16))
-    fig.update_layout(xaxis_title="γ (draft tokens per step)",
-                      yaxis_title="E[tokens per target pass]", height=380,
-                      margin=dict(l=10, r=10, t=30, b=10))
-    return fig
-
-
-def speedup_view() -> None:
-    alphas = list(spx.DEFAULT_ALPHAS)
-    if mode == "alpha" and float(alpha) not in alphas:
-        alphas = sorted(alphas + [float(alpha)])
-    g_max = max(16, int(gamma))
-    curves = run_curves(setup, tuple(alphas), g_max)
-    st.subheader("Speedup against γ")
+def gamma_figure(curves) -> go.Figure:
+    """Speedup against γ, one curve per α, with each optimum and this setting."""
     fig = go.Figure()
     for c in curves:
         mine = mode == "alpha" and c.alpha == float(alpha)
@@ -319,11 +297,43 @@ def speedup_view() -> None:
                     marker=dict(symbol="star", size=16))
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="no speedup")
     fig.update_layout(xaxis_title="γ (draft tokens per step)",
-                      yaxis_title="speedup over plain decoding", height=440,
-                      margin=dict(l=10, r=10, t=30, b=10))
-    show(fig, "speculative-gamma")
-    st.subheader("Expected tokens per step against γ")
-    show(expected_tokens_figure(curves), "speculative-expected-tokens")
+                      yaxis_title="speedup over plain decoding", height=420,
+                      margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def expected_tokens_figure(curves) -> go.Figure:
+    """E[tokens per verification step] against γ, one curve per α (the core's curves)."""
+    fig = go.Figure()
+    for c in curves:
+        mine = mode == "alpha" and c.alpha == float(alpha)
+        fig.add_scatter(x=c.gammas, y=c.expected_tokens, mode="lines+markers",
+                        name=f"α = {c.alpha:g}", line=dict(width=4 if mine else 2),
+                        hovertemplate="γ %{x}: E = %{y:.3g} tokens<extra>"
+                                      f"α = {c.alpha:g}</extra>")
+    fig.add_scatter(x=[int(gamma)], y=[report.expected_tokens_per_step], mode="markers",
+                    name="this setting", marker=dict(symbol="star", size=16))
+    fig.update_layout(xaxis_title="γ (draft tokens per step)",
+                      yaxis_title="E[tokens per target pass]", height=420,
+                      margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def speedup_view() -> None:
+    alphas = list(spx.DEFAULT_ALPHAS)
+    if mode == "alpha" and float(alpha) not in alphas:
+        alphas = sorted(alphas + [float(alpha)])
+    g_max = max(16, int(gamma))
+    curves = run_curves(setup, tuple(alphas), g_max)
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Speedup against γ")
+        show(gamma_figure(curves), "speculative-gamma")
+    with right:
+        st.subheader("Expected tokens per step against γ")
+        show(expected_tokens_figure(curves), "speculative-expected-tokens")
     st.caption("Accepted drafts plus the target's own token per verification pass. With a "
                "constant α, E = (1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023): it saturates "
                "at 1 / (1 − α) however many drafts are proposed.")

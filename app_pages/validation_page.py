@@ -158,16 +158,13 @@ def results(data: dict) -> None:
     if sub.empty:
         st.warning(f"No {metric_label.lower()} rows in this data.")
         return
-    left, right = st.columns([3, 2])
-    with left:
-        st.subheader(f"Predicted vs measured: {metric_label}")
-        st.plotly_chart(scatter(sub, metric, COLOR_BY[color_label], show_ideal),
-                        theme="streamlit", key="v_scatter",
-                        config=chart_config(f"validation-{metric}"))
-    with right:
-        st.subheader("Error by hardware class and framework")
-        st.dataframe(stats_table(data["groups"], metric), hide_index=True, column_config=PCT,
-                     height=520)
+    st.subheader(f"Predicted vs measured: {metric_label}")
+    st.plotly_chart(scatter(sub, metric, COLOR_BY[color_label], show_ideal),
+                    theme="streamlit", key="v_scatter", config=chart_config(f"validation-{metric}"))
+    st.subheader("Error by hardware class and framework")
+    stats = stats_table(data["groups"], metric)
+    st.dataframe(stats, hide_index=True, column_config=PCT,
+                 height=min(560, 35 * (len(stats) + 1) + 3))
     st.subheader("Error explorer")
     st.altair_chart(error_explorer(sub, COLOR_BY[color_label], metric), key="v_explorer")
     st.caption(f"Left: median |error| per {color_label.lower()}; click a bar or a legend entry "

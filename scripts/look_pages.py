@@ -29,14 +29,14 @@ IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 # page -> list of (step name, javascript-free playwright action on the page)
 CHANGES = {
-    "metrics": [("view Cost", lambda p: p.get_by_text("Cost & carbon", exact=True).first.click()),
-                ("view Energy", lambda p: p.get_by_text("Energy", exact=True).first.click())],
-    "validation": [("metric TTFT", lambda p: p.get_by_text("TTFT", exact=True).first.click())],
-    "speculative": [("view Batch", lambda p: p.get_by_text("Batch", exact=True).first.click())],
-    "sharding": [("view Scaling", lambda p: p.get_by_text("Scaling", exact=True).first.click())],
-    "design-space": [("objective x", lambda p: p.get_by_text("× 0.25 / × 4", exact=True).first.click())],
-    "memory-tiers": [("view Time", lambda p: p.get_by_text("Time per tier", exact=True).first.click()),
-                     ("view Precision", lambda p: p.get_by_text("Precision sweep", exact=True).first.click())],
+    "metrics": [("view Cost", lambda p: p.get_by_test_id("stMain").get_by_text("Cost & carbon", exact=True).first.click()),
+                ("view Energy", lambda p: p.get_by_test_id("stMain").get_by_text("Energy", exact=True).first.click())],
+    "validation": [("metric TTFT", lambda p: p.get_by_test_id("stMain").get_by_text("TTFT", exact=True).first.click())],
+    "speculative": [("view Batch", lambda p: p.get_by_test_id("stMain").get_by_text("Batch", exact=True).first.click())],
+    "sharding": [("view Scaling", lambda p: p.get_by_test_id("stMain").get_by_text("Scaling", exact=True).first.click())],
+    "design-space": [("objective x", lambda p: p.get_by_test_id("stMain").get_by_text("× 0.25 / × 4", exact=True).first.click())],
+    "memory-tiers": [("view Time", lambda p: p.get_by_test_id("stMain").get_by_text("Time per tier", exact=True).first.click()),
+                     ("view Precision", lambda p: p.get_by_test_id("stMain").get_by_text("Precision sweep", exact=True).first.click())],
 }
 
 CHECK_JS = """() => {
@@ -47,7 +47,7 @@ CHECK_JS = """() => {
       const ax = lay[k];
       if (ax.type === 'log' && ax.range && Math.abs(ax.range[1] - ax.range[0]) > 12)
         out.push(`chart ${i} ${k} spans ${Math.abs(ax.range[1]-ax.range[0]).toFixed(1)} decades`);
-      const n = el.querySelectorAll(`.${k.replace('axis','')}tick`).length;
+      const n = el.querySelectorAll(`g.${k.replace('axis','')}tick text`).length;
       if (n > 30) out.push(`chart ${i} ${k} has ${n} ticks`);
     });
   });
@@ -69,6 +69,19 @@ def _idle(page, t0: float) -> float:
     page.wait_for_timeout(150)
     page.wait_for_selector(IDLE, timeout=120_000)
     return time.monotonic() - t0
+
+
+DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+    .every(c => c.querySelector('.main-svg'))"""
+
+
+def _drawn(page) -> None:
+    """Wait (at most 30 s) until every Plotly chart has drawn, for the screenshot."""
+    try:
+        page.wait_for_function(DRAWN_JS, timeout=30_000)
+    except Exception:  # noqa: BLE001 - a screenshot anyway
+        pass
+    page.wait_for_timeout(800)
 
 
 def main() -> int:
@@ -111,7 +124,7 @@ def main() -> int:
                     page.goto(f"{base}/{name}{a.query}")
                     page.wait_for_selector('[data-testid="stMain"] h1', timeout=120_000)
                     print(name, theme, "load", f"{_idle(page, t0):.2f}", flush=True)
-                    page.wait_for_timeout(1500)
+                    _drawn(page)
                     page.screenshot(path=str(out / f"{name}-{theme}.png"))
                     for problem in page.evaluate(CHECK_JS):
                         print(name, theme, "PROBLEM", problem, flush=True)
@@ -123,7 +136,7 @@ def main() -> int:
                         t0 = time.monotonic()
                         act(page)
                         print(name, theme, step, f"{_idle(page, t0):.2f}", flush=True)
-                        page.wait_for_timeout(1200)
+                        _drawn(page)
                         tag = step.replace(" ", "_")
                         page.screenshot(path=str(out / f"{name}-{theme}-{tag}.png"))
                         for problem in page.evaluate(CHECK_JS):

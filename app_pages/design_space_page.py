@@ -38,7 +38,10 @@ DESIGN_LABELS = {"peak_tflops": "peak TFLOP/s", "bw_gbps": "bandwidth GB/s",
                  "tdp_w": "TDP W", "price_usd": "price USD", "area_mm2": "die mm²",
                  "embodied_kgco2e": "embodied kgCO2e"}
 _CACHE, _APPLIED, _PICK = "_ds_cache", "_ds_applied", "ds_pick"
-DESIGN_NAME = "_ds_design_name"     # "Design #k (from <base>)", for the scenario label
+# {"name": "Design #k (from <base>)", "hardware": slug, "overrides": {key: value}}: what the
+# scenario label can show while the sidebar still holds exactly these overrides (ui.scenario
+# names an overridden preset "<preset> (edited)"; it does not read this key yet).
+DESIGN_NAME = "_ds_opened_design"
 OVERVIEW = "app_pages/overview_page.py"
 
 
@@ -212,7 +215,9 @@ def use_design(point: dict, base_slug: str, dtype: str, name: str = "") -> None:
     ss.update({f"peak_{dtype}": point["peak_tflops"], "bw": point["bw_gbps"],
                "cap": point["cap_gb"], "tdp": point["tdp_w"], "price": point["price_usd"]})
     ss[_APPLIED] = dse.design_name(point)
-    ss[DESIGN_NAME] = name
+    ss[DESIGN_NAME] = {"name": name, "hardware": base_slug,
+                       "overrides": {k: ss[k] for k in (f"peak_{dtype}", "bw", "cap", "tdp",
+                                                        "price")}}
 
 
 def pick_from_chart() -> None:

@@ -148,6 +148,9 @@ def test_a_front_design_opens_in_the_overview(params, base):
     assert at.sidebar.radio(key="_chart_image_format").value == "svg"   # sidebar state kept
     assert at.sidebar.number_input(key="prompt").value == 2048
     assert any(t.value == "Overview" for t in at.title)
+    opened = ss["_ds_opened_design"]              # the honest name, for the scenario label
+    assert opened["name"].startswith("Design #2 (from ") and opened["hardware"] == base
+    assert opened["overrides"]["bw"] == pytest.approx(point["bw_gbps"])
     _overview_matches(at, point)
 
 

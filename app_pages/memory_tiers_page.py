@@ -205,8 +205,8 @@ view = url_segmented("View", VIEWS, key="mt_view", default=VIEWS[0])
 try:
     pins = parse_pins(pin_text)
 except ConfigError as e:
-    st.error(f"Pins: {escape_md(e)}")
-    st.stop()
+    st.error(f"Pins: {escape_md(e)}. The pins (`mt_pins`) were dropped.")
+    pins = ()
 if strategy == "pinned" and not pins:
     st.info("No pins given: 'pinned' places everything hot-first.")
 kw = (("strategy", strategy), ("pins", pins or None), ("overlap", overlap),
@@ -222,7 +222,6 @@ except InfeasibleError as e:
              "where it would fit.")
 except ConfigError as e:
     st.error(f"This placement cannot be made: {escape_md(e)}")
-    st.stop()
 ref = reference_estimate(model, hw, prec, wl)
 if res is not None:
     est, ideal = res.estimated, res.ideal
@@ -253,7 +252,8 @@ def scenario_json(extra: dict) -> bytes:
 
 def need_result() -> bool:
     if res is None:
-        st.info("Nothing to show: the scenario does not fit these tiers.")
+        st.info("Nothing to show: no placement of this scenario on these tiers (the message "
+                "above says why).")
     return res is not None
 
 

@@ -318,7 +318,7 @@ def cost_view() -> None:
             ("kWh per M output tokens (x PUE)", sig(ce.kwh_per_million_tokens)),
             ("Peak GFLOP/s per $", sig(ce.gflops_per_usd_peak)),
             ("Achieved GFLOP/s per $", sig(ce.gflops_per_usd_achieved)),
-            ("Throughput used", f"{sig(m.tokens_per_s)} output tokens/s (batch {e.batch})"),
+            ("Throughput used (end-to-end)", f"{sig(m.tokens_per_s)} tok/s, batch {e.batch}"),
         ], columns=["quantity", "value"]), hide_index=True, height=35 * 13 + 3)
         fig = go.Figure([go.Bar(name="capex", y=["$/M tokens"], orientation="h",
                                 x=[t.capex_usd_per_million_tokens or 0]),

@@ -484,9 +484,14 @@ def batch_view() -> None:
                "At long contexts the KV-cache reads stay memory-bound (verification reads each "
                "cached position once for all γ + 1 tokens), so part of the benefit survives.")
     st.dataframe(df.assign(verify=df.verify_s_per_step.map(fmt_time),
-                           plain_step=df.vanilla_tpot_s.map(fmt_time))[
-        ["batch", "speedup", "verify", "plain_step", "vanilla_throughput_tokens_per_s",
-         "throughput_tokens_per_s", "fits"]], hide_index=True)
+                           plain_step=df.vanilla_tpot_s.map(fmt_time),
+                           plain=df.vanilla_throughput_tokens_per_s.map(fmt_rate),
+                           speculative=df.throughput_tokens_per_s.map(fmt_rate))[
+        ["batch", "speedup", "verify", "plain_step", "plain", "speculative", "fits"]].rename(
+        columns={"plain_step": "plain step", "plain": "plain tokens/s",
+                 "speculative": "speculative tokens/s"}),
+                 hide_index=True,
+                 column_config={"speedup": st.column_config.NumberColumn(format="%.3f×")})
     with st.container(horizontal=True):
         download_csv(df, "speculative-batch.csv", "Batch CSV", key="dl_sp_batch")
         download_json(result_json(), "speculative.json", "Result JSON", key="dl_sp_json")

@@ -9,14 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from llmpara_core import calibration
-from llmpara_core.calibration import fitting, measurements as validation
-from llmpara_core.calibration import summary as vs
+from llmpara_core.calibration import measurements as validation
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.units import S_PER_US
 from ui.format import escape_md, fmt_pct, sig
 from ui.scenario import (chart_config, try_scenario, url_number, url_segmented, url_toggle)
 from ui.tables import download_csv, download_json
+from ui import validation_data
 from ui.validation_charts import error_explorer, scatter
 
 METRICS = {"Decode": "decode_tok_s", "Prefill": "prefill_tok_s", "TTFT": "ttft_ms"}
@@ -28,44 +28,12 @@ UPLOAD_COLUMNS = ", ".join(validation.REQUIRED + validation.OPTIONAL)
 
 @st.cache_data(max_entries=8, show_spinner="Predicting the measurements…")
 def run(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
-    """Everything the page shows, as plain data (raises the core's ConfigError)."""
-    rows, skipped = ([], []) if source == "Uploaded" else validation.read_measurements()
-    if upload is not None and source != "Shipped":
-        more, more_skipped = validation.read_measurements(upload)
-        rows, skipped = rows + more, skipped + more_skipped
-    mapped, skipped = validation.map_all(rows, skipped)
-    if not mapped:
-        raise ConfigError(f"no row could be mapped to a scenario ({len(skipped)} skipped"
-                          + (f"; first reason: {skipped[0].reason}" if skipped else "") + ")")
-    table = calibration.default_table()
-    if refit:
-        table = fitting.fit_table(mapped, table, frameworks=refit_frameworks)
-    preds, bad = validation.predict_all(mapped, table)
-    fitted = set(fitting.fitted_classes(table))
-    summary = vs.summarize(preds, skipped + bad, worst=len(preds), fitted_classes=fitted)
-    return {"predictions": [vs.prediction_row(p) for p in preds],
-            "groups": [vs.group_row(g) for g in summary.groups],
-            "worst": [vs.prediction_row(w.prediction) | {"why": "; ".join(w.reasons)}
-                      for w in summary.worst],
-            "skipped": [vs.skipped_row(s) for s in summary.skipped],
-            "summary": vs.summary_dict(summary) | {"refit": refit},
-            "classes": _class_rows(table), "frameworks": _framework_rows(table),
-            "table_toml": calibration.table_to_toml(table), "headline": summary.headline}
-
-
-def _class_rows(table) -> list[dict]:
-    return [{"class": c.value, "memory (of peak BW)": e.memory,
-             "kernel overhead [µs]": e.kernel_overhead_s / S_PER_US,
-             "kv_read (of achieved BW)": e.kv_read, "compute (of dense peak)": e.compute,
-             "rows fitted": int(table.class_rows.get(c, 0)),
-             "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}
-            for c, e in table.classes.items()]
-
-
-def _framework_rows(table) -> list[dict]:
-    return [{"framework": name, "memory ×": p.memory_scale, "overhead ×": p.overhead_scale,
-             "compute ×": p.compute_scale, "rows": p.rows, "note": p.note}
-            for name, p in table.frameworks.items()]
+    """Everything the page shows, as plain data (raises the core's ConfigError); the default
+    view comes precomputed when its inputs are unchanged (ui.validation_data)."""
+    if upload is None and source == "Shipped" and not refit:
+        return validation_data.default_result()
+    return validation_data.normalised(validation_data.compute(upload, source, refit,
+                                                              refit_frameworks))
 
 
 def stats_table(groups: list[dict], metric: str) -> pd.DataFrame:
@@ -114,9 +82,9 @@ except ConfigError as e:
 
 
 def headline(data: dict) -> None:
-    head, s = data["headline"], data["summary"]
+    s = data["summary"]
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Decode (batch 1), estimated", fmt_pct(head.median_abs, 1),
+    m1.metric("Decode (batch 1), estimated", fmt_pct(data["headline_median_abs"], 1),
               help="median |error| of estimated decode tokens/s over every mapped batch-1 row")
     dec = next((g for g in data["groups"]
                 if (g["metric"], g["kind"]) == ("decode_tok_s", "all")), None)

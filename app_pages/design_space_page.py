@@ -21,6 +21,7 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.presets import load_hardware
 from ui.format import escape_md, sig
 from ui.links import OVERRIDES
+from ui.opened_design import OPENED
 from ui.scenario import (add_warning, chart_config, get_scenario, hardware_label,
                          hardware_options, register_link_param, url_multiselect, url_number,
                          url_segmented, url_selectbox, url_toggle)
@@ -38,10 +39,7 @@ DESIGN_LABELS = {"peak_tflops": "peak TFLOP/s", "bw_gbps": "bandwidth GB/s",
                  "tdp_w": "TDP W", "price_usd": "price USD", "area_mm2": "die mm²",
                  "embodied_kgco2e": "embodied kgCO2e"}
 _CACHE, _APPLIED, _PICK = "_ds_cache", "_ds_applied", "ds_pick"
-# {"name": "Design #k (from <base>)", "hardware": slug, "overrides": {key: value}}: what the
-# scenario label can show while the sidebar still holds exactly these overrides (ui.scenario
-# names an overridden preset "<preset> (edited)"; it does not read this key yet).
-DESIGN_NAME = "_ds_opened_design"
+DESIGN_NAME = OPENED        # the opened design's honest name (ui/opened_design.py)
 OVERVIEW = "app_pages/overview_page.py"
 
 

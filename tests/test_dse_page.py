@@ -177,3 +177,18 @@ def test_co2_region_drives_the_carbon_objective():
 
 def test_designs_are_numbered_in_the_picker(quick):
     assert quick.selectbox(key="ds_pick").options[0].startswith("Design #1 · ")
+
+
+def test_opened_design_name_holds_only_while_the_overrides_are_the_designs():
+    from ui.opened_design import OPENED, opened_design_name
+    state = {OPENED: {"name": "Design #3 (from NVIDIA H100 SXM5 80GB)",
+                      "hardware": "nvidia-h100-sxm",
+                      "overrides": {"peak_fp16": 500.0, "bw": 4000.0, "cap": 108.0,
+                                    "tdp": 650.0, "price": 21000.0}}}
+    same = (("peak_fp16", 500.0), ("bw", 4000.0), ("cap", 108.0), ("tdp", 650.0),
+            ("price", 21000.0))
+    assert opened_design_name(state, "nvidia-h100-sxm", same).startswith("Design #3")
+    assert opened_design_name(state, "nvidia-a100-sxm-80gb", same) is None    # other base
+    assert opened_design_name(state, "nvidia-h100-sxm", same[:-1]) is None    # edited after
+    assert opened_design_name(state, "nvidia-h100-sxm", same + (("eff_memory", 0.5),)) is None
+    assert opened_design_name({}, "nvidia-h100-sxm", same) is None

@@ -232,8 +232,9 @@ def memory_section(report: parallel.ShardReport) -> pd.DataFrame:
                     marker_color=color, hovertemplate="%{x:.3g} GB<extra>" + name + "</extra>")
     fig.add_vline(x=hw.memory_capacity_bytes / BYTES_PER_GB, line_dash="dash",
                   annotation_text="capacity")
-    fig.update_layout(barmode="stack", height=120 + 40 * len(labels),
-                      xaxis_title="GB (10⁹ bytes) per device", margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(barmode="stack", height=170 + 40 * len(labels),
+                      xaxis_title="GB (10⁹ bytes) per device", margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     show(fig, "sharding-memory")
     st.caption(f"Largest global batch that fits at this context ({fmt_int(scn.workload.max_context)}"
                f" tokens): **{fmt_int(report.max_batch)}** (weights, every sequence's KV cache "
@@ -260,8 +261,9 @@ def time_section(report: parallel.ShardReport) -> pd.DataFrame:
         fig.add_bar(y=d.phase, x=100 * d.share, name=name, orientation="h", marker_color=color,
                     customdata=d.seconds / S_PER_MS,
                     hovertemplate="%{x:.1f} % · %{customdata:.4g} ms<extra>" + name + "</extra>")
-    fig.update_layout(barmode="stack", height=230, xaxis_title="% of the phase time (estimated)",
-                      margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(barmode="stack", height=260, xaxis_title="% of the phase time (estimated)",
+                      margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     show(fig, "sharding-time")
     st.caption(f"Per device on the latency path (every stage once). Compute / memory = operator "
                f"time where FLOPs / bytes bind; communication is exposed collective time "

@@ -126,18 +126,27 @@ def results(data: dict) -> None:
     if sub.empty:
         st.warning(f"No {metric_label.lower()} rows in this data.")
         return
-    st.subheader(f"Predicted vs measured: {metric_label}")
-    st.plotly_chart(scatter(sub, metric, COLOR_BY[color_label], show_ideal),
-                    theme="streamlit", key="v_scatter", config=chart_config(f"validation-{metric}"))
+    # lazy tabs (bound to the link): only the open one is computed and drawn
+    chart_tab, explorer_tab = st.tabs(["Predicted vs measured", "Error explorer"],
+                                      key="v_tab", bind="query-params")
+    with chart_tab:
+        if chart_tab.open:
+            st.subheader(f"Predicted vs measured: {metric_label}")
+            st.plotly_chart(scatter(sub, metric, COLOR_BY[color_label], show_ideal),
+                            theme="streamlit", key="v_scatter",
+                            config=chart_config(f"validation-{metric}"))
+    with explorer_tab:
+        if explorer_tab.open:
+            st.subheader("Error explorer")
+            st.altair_chart(error_explorer(sub, COLOR_BY[color_label], metric),
+                            key="v_explorer")
+            st.caption(f"Left: median |error| per {color_label.lower()}; click a bar or a "
+                       "legend entry to highlight its rows on the right (grey band: ±15 %). "
+                       "Hover a point for the row.")
     st.subheader("Error by hardware class and framework")
     stats = stats_table(data["groups"], metric)
     st.dataframe(stats, hide_index=True, column_config=PCT,
                  height=min(560, 35 * (len(stats) + 1) + 3))
-    st.subheader("Error explorer")
-    st.altair_chart(error_explorer(sub, COLOR_BY[color_label], metric), key="v_explorer")
-    st.caption(f"Left: median |error| per {color_label.lower()}; click a bar or a legend entry "
-               "to highlight its rows on the right (grey band: ±15 %). Hover a point for the "
-               "row.")
     worst_cases(data, metric, int(n_worst))
 
 

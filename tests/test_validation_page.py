@@ -125,7 +125,10 @@ def test_chart_and_summary_lead_and_the_method_sits_in_an_expander(default_page)
 
 def test_error_explorer_is_altair_with_a_linked_selection(default_page):
     import json
-    at = default_page
+    assert not default_page.get("vega_lite_chart")      # a lazy tab: not drawn until opened
+    at = _page(v_tab="Error explorer")
+    assert not at.exception and not at.error
+    assert not at.get("plotly_chart")                   # the other tab is not drawn then
     charts = at.get("vega_lite_chart")
     assert len(charts) == 1
     spec = json.loads(charts[0].proto.spec)

@@ -409,8 +409,10 @@ def front_section(ctx, summary: dict, objs: tuple, base_slug: str):
     return point
 
 
+@st.fragment
 def sensitivity_section(ctx, point: dict) -> None:
-    """One-at-a-time sensitivity (tornado) of the picked design."""
+    """One-at-a-time sensitivity (tornado) of the picked design; its controls rerun only this
+    fragment (not the sweep chart above)."""
     st.subheader("Sensitivity of this design")
     t1, t2 = st.columns([2, 1])
     with t1:

@@ -190,6 +190,31 @@ def _ridge_marker(fig: go.Figure, x: float, text: str) -> None:
                              hoverinfo="skip", showlegend=False))
 
 
+@st.fragment
+def operator_energy() -> None:
+    """Energy per operator; its phase and count controls rerun only this fragment."""
+    st.subheader("Energy per operator")
+    c1, c2 = st.columns([1, 3])
+    with c1:
+        phase = url_segmented("Phase", ["decode", "prefill"], key="m_phase", default="decode",
+                              format_func=lambda s: {"decode": "Decode step",
+                                                     "prefill": "Prefill"}[s])
+        top_n = url_number("Operators shown", "m_topn", 3, 80, 15, step=1)
+    rows = e.decode if phase == "decode" else e.prefill
+    df = _ops_frame(rows, phase).sort_values("total_j", ascending=False)
+    top = df.head(int(top_n)).iloc[::-1]
+    fig = go.Figure()
+    for col, name in (("compute_j", "compute"), ("memory_j", "memory"), ("static_j", "static"),
+                      ("comm_j", "link")):
+        fig.add_trace(go.Bar(y=top["operator"], x=top[col], name=name, orientation="h",
+                             hovertemplate="%{y}: %{x:.3g} J<extra>" + name + "</extra>"))
+    fig.update_layout(barmode="stack", height=max(260, 22 * len(top) + 80), margin={"t": 10},
+                      xaxis_title="J per decode step (whole batch)" if phase == "decode"
+                      else "J (prefill, whole batch)", legend={"orientation": "h", "y": -0.15})
+    with c2:
+        st.plotly_chart(fig, key="m_opbars", config=chart_config("energy_per_operator"))
+
+
 def energy_view() -> None:
     r_est = estimated_rates(report)
     p = e.params
@@ -247,26 +272,7 @@ def energy_view() -> None:
         fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)")
         st.plotly_chart(fig, key="m_parts", config=chart_config("energy_breakdown"))
 
-    st.subheader("Energy per operator")
-    c1, c2 = st.columns([1, 3])
-    with c1:
-        phase = url_segmented("Phase", ["decode", "prefill"], key="m_phase", default="decode",
-                              format_func=lambda s: {"decode": "Decode step",
-                                                     "prefill": "Prefill"}[s])
-        top_n = url_number("Operators shown", "m_topn", 3, 80, 15, step=1)
-    rows = e.decode if phase == "decode" else e.prefill
-    df = _ops_frame(rows, phase).sort_values("total_j", ascending=False)
-    top = df.head(int(top_n)).iloc[::-1]
-    fig = go.Figure()
-    for col, name in (("compute_j", "compute"), ("memory_j", "memory"), ("static_j", "static"),
-                      ("comm_j", "link")):
-        fig.add_trace(go.Bar(y=top["operator"], x=top[col], name=name, orientation="h",
-                             hovertemplate="%{y}: %{x:.3g} J<extra>" + name + "</extra>"))
-    fig.update_layout(barmode="stack", height=max(260, 22 * len(top) + 80), margin={"t": 10},
-                      xaxis_title="J per decode step (whole batch)" if phase == "decode"
-                      else "J (prefill, whole batch)", legend={"orientation": "h", "y": -0.15})
-    with c2:
-        st.plotly_chart(fig, key="m_opbars", config=chart_config("energy_per_operator"))
+    operator_energy()
     full = pd.concat([_ops_frame(e.prefill, "prefill"), _ops_frame(e.decode, "decode step")])
     with st.expander("Operator table"):
         st.dataframe(full, hide_index=True)

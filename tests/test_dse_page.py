@@ -192,3 +192,12 @@ def test_opened_design_name_holds_only_while_the_overrides_are_the_designs():
     assert opened_design_name(state, "nvidia-h100-sxm", same[:-1]) is None    # edited after
     assert opened_design_name(state, "nvidia-h100-sxm", same + (("eff_memory", 0.5),)) is None
     assert opened_design_name({}, "nvidia-h100-sxm", same) is None
+
+
+def test_sensitivity_multipliers_rerun_the_tornado(quick):
+    import json
+    at = quick
+    at.segmented_control(key="ds_span").set_value("× 0.25 / × 4").run()
+    assert not at.exception
+    tornado = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert {t["name"] for t in tornado["data"]} >= {"× 0.25", "× 4"}

@@ -137,3 +137,13 @@ def test_cost_view_shows_tco_per_eflop_kwh_and_gflops_per_dollar(default_page):
     assert _metric(at, "TCO per EFLOP").startswith("$")
     assert _number(_metric(at, "kWh / M output tokens")) > 0
     assert _number(_metric(at, "GFLOPS / $")) > 0
+
+
+def test_operator_energy_controls_rerun_their_fragment():
+    import json
+    at = _page()
+    at.segmented_control(key="m_phase").set_value("prefill").run()
+    assert not at.exception
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in figs]
+    assert "J (prefill, whole batch)" in titles

@@ -30,11 +30,12 @@ IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # page -> list of (step name, javascript-free playwright action on the page)
 CHANGES = {
     "metrics": [("view Cost", lambda p: p.get_by_test_id("stMain").get_by_text("Cost & carbon", exact=True).first.click()),
-                ("view Energy", lambda p: p.get_by_test_id("stMain").get_by_text("Energy", exact=True).first.click())],
+                ("view Energy", lambda p: p.get_by_test_id("stMain").get_by_text("Energy", exact=True).first.click()),
+                ("phase Prefill", lambda p: p.get_by_test_id("stMain").get_by_text("Prefill", exact=True).first.click())],
     "validation": [("metric TTFT", lambda p: p.get_by_test_id("stMain").get_by_text("TTFT", exact=True).first.click())],
     "speculative": [("view Batch", lambda p: p.get_by_test_id("stMain").get_by_text("Batch", exact=True).first.click())],
     "sharding": [("view Scaling", lambda p: p.get_by_test_id("stMain").get_by_text("Scaling", exact=True).first.click())],
-    "design-space": [("objective x", lambda p: p.get_by_test_id("stMain").get_by_text("× 0.25 / × 4", exact=True).first.click())],
+    "design-space": [("multipliers", lambda p: p.get_by_test_id("stMain").get_by_text("× 0.25 / × 4", exact=True).first.click())],
     "memory-tiers": [("view Time", lambda p: p.get_by_test_id("stMain").get_by_text("Time per tier", exact=True).first.click()),
                      ("view Precision", lambda p: p.get_by_test_id("stMain").get_by_text("Precision sweep", exact=True).first.click())],
 }

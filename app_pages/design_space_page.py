@@ -15,14 +15,16 @@ import streamlit as st
 
 from llmpara_core import dse
 from llmpara_core.dse import physics as dse_physics, space as dse_space
+from llmpara_core.metrics.carbon import grid_region, grid_regions
 from llmpara_core.metrics.cost import MetricsSettings
 from llmpara_core.errors import ConfigError
 from llmpara_core.presets import load_hardware
 from ui.format import escape_md, sig
 from ui.links import OVERRIDES
-from ui.scenario import (chart_config, get_scenario, hardware_label, hardware_options,
-                         register_link_param, url_multiselect, url_number, url_segmented,
-                         url_selectbox, url_toggle)
+from ui.opened_design import OPENED
+from ui.scenario import (add_warning, chart_config, get_scenario, hardware_label,
+                         hardware_options, register_link_param, url_multiselect, url_number,
+                         url_segmented, url_selectbox, url_toggle)
 from ui.tables import download_csv, download_json
 
 PRESET_BASE = "preset"
@@ -37,6 +39,7 @@ DESIGN_LABELS = {"peak_tflops": "peak TFLOP/s", "bw_gbps": "bandwidth GB/s",
                  "tdp_w": "TDP W", "price_usd": "price USD", "area_mm2": "die mm²",
                  "embodied_kgco2e": "embodied kgCO2e"}
 _CACHE, _APPLIED, _PICK = "_ds_cache", "_ds_applied", "ds_pick"
+DESIGN_NAME = OPENED        # the opened design's honest name (ui/opened_design.py)
 OVERVIEW = "app_pages/overview_page.py"
 
 
@@ -82,10 +85,14 @@ def run(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tup
         from llmpara_core.dse.nsga import run_nsga
         res = run_nsga(ctx, space, objs, pop, gens, seed, progress=tick)
         out = _summarise(res.evaluation, res.front, {"hv": res.hv, "history": res.history})
+        # every design NSGA-II evaluated (initial population + each generation's offspring),
+        # not only the final population the summary holds
+        out["evaluated"] = res.history[-1].evaluations if res.history else out["n"]
     else:
         res = dse.explore(ctx, space, method, n if method != "grid" else None, seed, objs,
                           with_hypervolume=len(objs) <= 3, progress=tick)
         out = _summarise(res.evaluation, res.front, {"hv": res.hypervolume, "history": ()})
+        out["evaluated"] = out["n"]
     if bar:
         bar.empty()
     cache[key] = out
@@ -189,7 +196,12 @@ def front_frame(front: dse.Evaluation, objs) -> pd.DataFrame:
 
 # ---- open a design in the Overview -----------------------------------------------------------
 
-def use_design(point: dict, base_slug: str, dtype: str) -> None:
+def design_label(i: int, point: dict) -> str:
+    """Design #k of the front (1-based) with every swept quantity."""
+    return f"Design #{i + 1} · {dse.design_name(point)}"
+
+
+def use_design(point: dict, base_slug: str, dtype: str, name: str = "") -> None:
     """Callback: the sidebar's hardware becomes the base preset with the design's peak,
     bandwidth, capacity, TDP and price as overrides (every page then analyses it); the page
     body then switches to the Overview."""
@@ -201,6 +213,9 @@ def use_design(point: dict, base_slug: str, dtype: str) -> None:
     ss.update({f"peak_{dtype}": point["peak_tflops"], "bw": point["bw_gbps"],
                "cap": point["cap_gb"], "tdp": point["tdp_w"], "price": point["price_usd"]})
     ss[_APPLIED] = dse.design_name(point)
+    ss[DESIGN_NAME] = {"name": name, "hardware": base_slug,
+                       "overrides": {k: ss[k] for k in (f"peak_{dtype}", "bw", "cap", "tdp",
+                                                        "price")}}
 
 
 def pick_from_chart() -> None:
@@ -224,7 +239,7 @@ st.title("Design space")
 st.caption(escape_md(scn.label) + " · what hardware should this scenario run on?")
 
 spaces = {s.slug: s for s in dse_space.presets()}
-c1, c2, c3, c4 = st.columns([2, 2, 2, 3])
+c1, c2, c3, c4 = st.columns([3, 3, 2, 2])
 with c1:
     slug = url_selectbox("Preset", list(spaces), key="ds_preset", default="quick-scan",
                          format_func=_preset_name, on_change=_reset_ranges,
@@ -239,16 +254,20 @@ with c2:
         help="Gives the class (efficiency, energy constants, allowed memories) and the values "
              "of the axes that are not swept.")
 with c3:
-    tdp_mode = url_segmented("TDP and price", ["derived", "swept"], key="ds_tdp",
-                             default="derived",
+    tdp_mode = url_segmented("TDP and price", ["swept", "derived"], key="ds_tdp",
+                             default="swept",
                              help="derived: from the power and cost models of each design; "
-                                  "swept: the preset's values, as constraints (a design "
-                                  "must not need more power, its price must cover its cost).")
+                                  "swept (default; all five axes, as the reference tool): "
+                                  "the preset's values, as constraints (a design must not "
+                                  "need more power, its price must cover its cost).")
 with c4:
-    method_label = url_segmented("Search", list(METHODS), key="ds_method", default="Grid")
+    method_label = url_selectbox("Search method", list(METHODS), key="ds_method",
+                                 default="Grid", help="Grid: every value of every axis; "
+                                 "random / Latin hypercube: seeded samples of the ranges; "
+                                 "NSGA-II: a genetic search for the front (pymoo).")
 method = METHODS[method_label]
 
-s1, s2, s3, s4 = st.columns(4)
+s1, s2, s3, s4, s5 = st.columns(5)
 with s1:
     n = url_number("Designs (random / LHS)", "ds_n", 100, 1_000_000, 20_000, step=1000,
                    disabled=method not in ("random", "lhs"))
@@ -260,6 +279,11 @@ with s3:
 with s4:
     gens = url_number("NSGA-II generations", "ds_gen", 1, 500, 40, step=5,
                       disabled=method != "nsga")
+with s5:
+    region = url_selectbox("CO2 grid region", [r.key for r in grid_regions()], key="ds_region",
+                           default="world", format_func=lambda k: grid_region(k).name,
+                           help="Grid carbon intensity of the gCO2e objective (operational "
+                                "part); 170 regions, presets/tables/grid_carbon_intensity.toml.")
 objs = url_multiselect("Pareto objectives (2-4)", list(dse.OBJECTIVES), key="ds_obj",
                        default=dse.DEFAULT_OBJECTIVES, format_func=obj_label, max_selections=4)
 
@@ -276,8 +300,10 @@ with st.expander("Axes of the space", expanded=False):
         try:
             space = dse_space.space_from_axes_text(text, preset)
         except ConfigError as e:
-            st.error(f"These axes cannot be used: {escape_md(e)}")
-            st.stop()
+            st.error(f"These axes cannot be used: {escape_md(e)}. The edited ranges "
+                     f"(`ds_ranges`) were dropped; the preset's axes are used.")
+            add_warning(f"Link parameter `ds_ranges` dropped: {escape_md(e)}; using the "
+                        f"{escape_md(preset.name)} preset's axes.")
     if tdp_mode == "derived":
         for k in ("tdp", "price"):
             if space.axis(k) is not None and len(space.axes) > 1:
@@ -289,110 +315,144 @@ with st.expander("Axes of the space", expanded=False):
                "class's own pJ/FLOP; derived price = class markup × (die + memory cost). "
                "Constants and sources: presets/tables/dse_physics.toml.")
 
-if len(objs) < 2:
-    st.warning("Pick at least two Pareto objectives.")
-    st.stop()
-objs = tuple(objs)
-base_slug = preset.base_hardware if base_choice == PRESET_BASE else base_choice
-try:
-    ctx = dse.DesignContext(scn.model, scn.precision, scn.workload,
-                            scn.on(load_hardware(base_slug)),
-                            MetricsSettings())
-    summary = run(ctx, space, method, int(n), int(seed), objs, int(pop), int(gens))
-except ConfigError as e:
-    st.error(f"This design space cannot be explored: {escape_md(e)}")
-    st.stop()
+def explore_section(objs: tuple):
+    """Run the search; (context, summary, base slug) or None after showing why not."""
+    base_slug = preset.base_hardware if base_choice == PRESET_BASE else base_choice
+    try:
+        ctx = dse.DesignContext(scn.model, scn.precision, scn.workload,
+                                scn.on(load_hardware(base_slug)),
+                                MetricsSettings(region=region))
+        summary = run(ctx, space, method, int(n), int(seed), objs, int(pop), int(gens))
+    except ConfigError as e:
+        st.error(f"This design space cannot be explored: {escape_md(e)}")
+        return None
+    return ctx, summary, base_slug
 
-front = summary["front"]
-m = st.columns(5)
-m[0].metric("Designs evaluated", f"{summary['n']:,}")
-m[1].metric("Feasible", f"{summary['feasible']:,}")
-m[2].metric("On the Pareto front", f"{front.n:,}")
-hv = summary["hv"]
-m[3].metric("Hypervolume", sig(hv.value) if hv else "—",
-            help="Of the front, in objective space normalised by the feasible designs' best "
-                 "and worst values; reference point = worst + 10 % of the range."
-            if method != "nsga" else "Reference: the feasible designs of a seeded "
-            "Latin hypercube of the space; point = their worst + 10 % of the range.")
-top = max(summary["counts"], key=summary["counts"].get)
-m[4].metric("Most common infeasibility", top if summary["counts"][top] else "none",
-            help="; ".join(f"{k}: {v:,} ({dse_physics.REASON_TEXT[k]})"
-                           for k, v in summary["counts"].items()))
 
-x0, y0 = st.columns(2)
-with x0:
-    x = url_selectbox("Chart x", list(dse.OBJECTIVES), key="ds_x", default=objs[0],
-                      format_func=obj_label)
-with y0:
-    y = url_selectbox("Chart y", list(dse.OBJECTIVES), key="ds_y", default=objs[1],
-                      format_func=obj_label)
-st.session_state["_ds_front_keys"] = {
-    tuple(round(float(front[c][i]), 9) for c in ("peak_tflops", "bw_gbps", "cap_gb", "tdp_w",
-                                                  "price_usd")): i for i in range(front.n)}
-st.plotly_chart(scatter(summary, x, y, objs), theme="streamlit", key="ds_chart",
-                config=chart_config("design-space"), on_select=pick_from_chart,
-                selection_mode="points")
-cap = (f"Cloud: {summary['cloud'].n:,} of {summary['n']:,} designs (a seeded sample)"
-       if summary["cloud"].n < summary["n"] else "Cloud: every design")
-st.caption(f"{cap}; the front is drawn whole. Front of: "
-           f"{escape_md(', '.join(dse.OBJECTIVES[o].label for o in objs))}. Click a front "
-           "point to pick it below. Assumptions: " + escape_md("; ".join(ctx.physics.notes)))
-if summary["history"]:
-    h = summary["history"]
-    fig = go.Figure(go.Scatter(x=[g.generation for g in h], y=[g.hypervolume for g in h],
-                               mode="lines+markers", name="hypervolume"))
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="generation", yaxis_title="hypervolume (normalised)")
-    st.plotly_chart(fig, theme="streamlit", key="ds_hv", config=chart_config("nsga-hv"))
+def summary_section(ctx, summary: dict, objs: tuple) -> None:
+    """Headline counts, the objective-space chart and the NSGA-II history."""
+    front = summary["front"]
+    m = st.columns(5)
+    m[0].metric("Designs evaluated", f"{summary['evaluated']:,}",
+                help="NSGA-II: the initial population and every generation's offspring; the "
+                     f"chart and front are its final population of {summary['n']:,}."
+                if method == "nsga" else "Every design of the grid or sample.")
+    m[1].metric("Feasible", f"{summary['feasible']:,}")
+    m[2].metric("On the Pareto front", f"{front.n:,}")
+    hv = summary["hv"]
+    m[3].metric("Hypervolume", sig(hv.value) if hv else "—",
+                help="Of the front, in objective space normalised by the feasible designs' best "
+                     "and worst values; reference point = worst + 10 % of the range."
+                if method != "nsga" else "Reference: the feasible designs of a seeded "
+                "Latin hypercube of the space; point = their worst + 10 % of the range.")
+    top = max(summary["counts"], key=summary["counts"].get)
+    m[4].metric("Most common infeasibility", top if summary["counts"][top] else "none",
+                help="; ".join(f"{k}: {v:,} ({dse_physics.REASON_TEXT[k]})"
+                               for k, v in summary["counts"].items()))
 
-if front.n == 0:
-    st.warning("No design of this space is feasible for this scenario (most common reason: "
-               f"{dse_physics.REASON_TEXT[top]}). Widen the axes or change the preset.")
-    st.stop()
+    x0, y0 = st.columns(2)
+    with x0:
+        x = url_selectbox("Chart x", list(dse.OBJECTIVES), key="ds_x", default=objs[0],
+                          format_func=obj_label)
+    with y0:
+        y = url_selectbox("Chart y", list(dse.OBJECTIVES), key="ds_y", default=objs[1],
+                          format_func=obj_label)
+    st.session_state["_ds_front_keys"] = {
+        tuple(round(float(front[c][i]), 9) for c in ("peak_tflops", "bw_gbps", "cap_gb", "tdp_w",
+                                                      "price_usd")): i for i in range(front.n)}
+    st.plotly_chart(scatter(summary, x, y, objs), theme="streamlit", key="ds_chart",
+                    config=chart_config("design-space"), on_select=pick_from_chart,
+                    selection_mode="points")
+    cap = (f"Cloud: {summary['cloud'].n:,} of {summary['n']:,} designs (a seeded sample)"
+           if summary["cloud"].n < summary["n"] else "Cloud: every design")
+    st.caption(f"{cap}; the front is drawn whole. Front of: "
+               f"{escape_md(', '.join(dse.OBJECTIVES[o].label for o in objs))}. Click a front "
+               "point to pick it below. Assumptions: " + escape_md("; ".join(ctx.physics.notes)))
+    if summary["history"]:
+        h = summary["history"]
+        fig = go.Figure(go.Scatter(x=[g.generation for g in h], y=[g.hypervolume for g in h],
+                                   mode="lines+markers", name="hypervolume"))
+        fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10),
+                          xaxis_title="generation", yaxis_title="hypervolume (normalised)")
+        st.plotly_chart(fig, theme="streamlit", key="ds_hv", config=chart_config("nsga-hv"))
 
-st.subheader("The front")
-df = front_frame(front, objs)
-st.dataframe(df, hide_index=True, height=min(400, 38 + 35 * len(df)),
-             column_config={c: st.column_config.NumberColumn(c, format="%.4g")
-                            for c in df.columns if c != "memory"})
-with st.container(horizontal=True):
-    download_csv(df, "design-space-front.csv", "Front CSV", key="ds_csv")
-    download_json(json.dumps({"space": space.to_dict(), "objectives": list(objs),
-                              "points_evaluated": summary["n"],
-                              "pareto": [front.point(i) for i in range(front.n)]},
-                             indent=2, allow_nan=False, default=str).encode(),
-                  "design-space-front.json", "Front JSON", key="ds_json")
 
-pick = st.selectbox("Design", list(range(front.n)), key=_PICK,
-                    format_func=lambda i: dse.design_name(front.point(i)))
-point = front.point(pick)
-st.button("Open this design in the Overview", key="ds_open", icon=":material/open_in_new:",
-          on_click=use_design, args=(point, base_slug, ctx.dtype.value),
-          help="Sets the sidebar hardware to the base preset with this design's peak, "
-               "bandwidth, capacity, TDP and price as overrides, for every page. Times and "
-               "tokens/s are the same there; energy, cost and carbon use the preset's idle "
-               "power and embodied carbon instead of the design's models.")
-if st.session_state.pop(_APPLIED, None):
-    # bound page keys cannot be carried by switch_page; the sidebar's are re-added by the app
-    st.switch_page(OVERVIEW, query_params={})
+def front_section(ctx, summary: dict, objs: tuple, base_slug: str):
+    """The front table, downloads and "open in Overview"; the picked design's point."""
+    front = summary["front"]
+    st.subheader("The front")
+    df = front_frame(front, objs)
+    st.dataframe(df, hide_index=True, height=min(400, 38 + 35 * len(df)),
+                 column_config={c: st.column_config.NumberColumn(c, format="%.4g")
+                                for c in df.columns if c != "memory"})
+    with st.container(horizontal=True):
+        download_csv(df, "design-space-front.csv", "Front CSV", key="ds_csv")
+        download_json(json.dumps({"space": space.to_dict(), "objectives": list(objs),
+                                  "points_evaluated": summary["evaluated"],
+                                  "pareto": [front.point(i) for i in range(front.n)]},
+                                 indent=2, allow_nan=False, default=str).encode(),
+                      "design-space-front.json", "Front JSON", key="ds_json")
 
-st.subheader("Sensitivity of this design")
-t1, t2 = st.columns([2, 1])
-with t1:
-    t_obj = url_selectbox("Objective", list(dse.OBJECTIVES), key="ds_tornado",
-                          default="tokens_per_s", format_func=obj_label)
-with t2:
-    span = url_segmented("Multipliers", ["× 0.5 / × 2", "× 0.25 / × 4"], key="ds_span",
-                         default="× 0.5 / × 2")
-low, high = (0.5, 2.0) if span.startswith("× 0.5") else (0.25, 4.0)
-base_design = {"peak": point["peak_tflops"], "bw": point["bw_gbps"], "cap": point["cap_gb"],
-               "sram": point["sram_mb"]}
-if space.axis("tdp") is not None:
-    base_design["tdp"] = point["tdp_w"]
-if space.axis("price") is not None:
-    base_design["price"] = point["price_usd"]
-sens = dse.sensitivity(ctx, base_design)
-st.plotly_chart(tornado(sens, t_obj, low, high), theme="streamlit", key="ds_tornado_chart",
-                config=chart_config("design-sensitivity"))
-st.caption("One axis at a time, the others held; a missing bar = that change makes the design "
-           "infeasible. Derived TDP and price follow the changed design.")
+    pick = st.selectbox("Design", list(range(front.n)), key=_PICK,
+                        format_func=lambda i: design_label(i, front.point(i)))
+    point = front.point(pick)
+    name = f"Design #{pick + 1} (from {ctx.base.name})"
+    st.button("Open this design in the Overview", key="ds_open", icon=":material/open_in_new:",
+              on_click=use_design, args=(point, base_slug, ctx.dtype.value, name),
+              help="Sets the sidebar hardware to the base preset with this design's peak, "
+                   "bandwidth, capacity, TDP and price as overrides, for every page. Times and "
+                   "tokens/s are the same there; energy, cost and carbon use the preset's idle "
+                   "power and embodied carbon instead of the design's models.")
+    if st.session_state.pop(_APPLIED, None):
+        # bound page keys cannot be carried by switch_page; the sidebar's are re-added by the app
+        st.switch_page(OVERVIEW, query_params={})
+    return point
+
+
+@st.fragment
+def sensitivity_section(ctx, point: dict) -> None:
+    """One-at-a-time sensitivity (tornado) of the picked design; its controls rerun only this
+    fragment (not the sweep chart above)."""
+    st.subheader("Sensitivity of this design")
+    t1, t2 = st.columns([2, 1])
+    with t1:
+        t_obj = url_selectbox("Objective", list(dse.OBJECTIVES), key="ds_tornado",
+                              default="tokens_per_s", format_func=obj_label)
+    with t2:
+        span = url_segmented("Multipliers", ["× 0.5 / × 2", "× 0.25 / × 4"], key="ds_span",
+                             default="× 0.5 / × 2")
+    low, high = (0.5, 2.0) if span.startswith("× 0.5") else (0.25, 4.0)
+    base_design = {"peak": point["peak_tflops"], "bw": point["bw_gbps"], "cap": point["cap_gb"],
+                   "sram": point["sram_mb"]}
+    if space.axis("tdp") is not None:
+        base_design["tdp"] = point["tdp_w"]
+    if space.axis("price") is not None:
+        base_design["price"] = point["price_usd"]
+    sens = dse.sensitivity(ctx, base_design)
+    st.plotly_chart(tornado(sens, t_obj, low, high), theme="streamlit", key="ds_tornado_chart",
+                    config=chart_config("design-sensitivity"))
+    st.caption("One axis at a time, the others held; a missing bar = that change makes the design "
+               "infeasible. Derived TDP and price follow the changed design.")
+
+
+def results(objs: tuple) -> None:
+    if len(objs) < 2:
+        st.warning("Pick at least two Pareto objectives.")
+        return
+    found = explore_section(objs)
+    if found is None:
+        return
+    ctx, summary, base_slug = found
+    summary_section(ctx, summary, objs)
+    if summary["front"].n == 0:
+        counts = summary["counts"]
+        top = max(counts, key=counts.get)
+        st.warning("No design of this space is feasible for this scenario (most common "
+                   f"reason: {dse_physics.REASON_TEXT[top]}). Widen the axes or change the "
+                   "preset.")
+        return
+    point = front_section(ctx, summary, objs, base_slug)
+    sensitivity_section(ctx, point)
+
+
+results(tuple(objs))

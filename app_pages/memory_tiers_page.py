@@ -175,7 +175,7 @@ if tiers is None:
 hw = replace(base_hw, memory_tiers=tiers,
              name=base_hw.name + (" (edited tiers)" if edited else ""))
 
-c = st.columns([3, 2, 2, 2])
+c = st.columns([3, 2, 3, 2])
 with c[0]:
     strategy = url_segmented("Placement", STRATEGIES, key="mt_strategy", default="greedy",
                              help="; ".join(f"{k}: {v}" for k, v in STRATEGY_HELP.items()))
@@ -205,8 +205,8 @@ view = url_segmented("View", VIEWS, key="mt_view", default=VIEWS[0])
 try:
     pins = parse_pins(pin_text)
 except ConfigError as e:
-    st.error(f"Pins: {escape_md(e)}")
-    st.stop()
+    st.error(f"Pins: {escape_md(e)}. The pins (`mt_pins`) were dropped.")
+    pins = ()
 if strategy == "pinned" and not pins:
     st.info("No pins given: 'pinned' places everything hot-first.")
 kw = (("strategy", strategy), ("pins", pins or None), ("overlap", overlap),
@@ -222,11 +222,10 @@ except InfeasibleError as e:
              "where it would fit.")
 except ConfigError as e:
     st.error(f"This placement cannot be made: {escape_md(e)}")
-    st.stop()
 ref = reference_estimate(model, hw, prec, wl)
 if res is not None:
     est, ideal = res.estimated, res.ideal
-    m = st.columns(6)
+    m = st.columns(3) + st.columns(3)      # six across clipped the labels at 1440 px
     m[0].metric("Tokens/s per sequence", sig(est.decode_tokens_per_s),
                 help=f"estimated (1 / TPOT); at peak rates {fmt_rate(ideal.decode_tokens_per_s)}")
     m[1].metric("Aggregate tokens/s", sig(est.throughput_tokens_per_s),
@@ -253,7 +252,8 @@ def scenario_json(extra: dict) -> bytes:
 
 def need_result() -> bool:
     if res is None:
-        st.info("Nothing to show: the scenario does not fit these tiers.")
+        st.info("Nothing to show: no placement of this scenario on these tiers (the message "
+                "above says why).")
     return res is not None
 
 

@@ -14,15 +14,17 @@ import streamlit as st
 from llmpara_core import presets
 from llmpara_core.analysis import analyze
 from llmpara_core.metrics.carbon import grid_region, grid_regions
-from llmpara_core.metrics.cost import MetricsSettings, compare_hardware, metrics_to_dict, scenario_metrics
+from llmpara_core.metrics.cost import (MetricsSettings, compare_hardware, cost_efficiency,
+                                       metrics_to_dict, scenario_metrics)
 from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimated_rates,
                                  params_for_report, read_energy_measurements, reference_alpha,
                                  geometric_mean_ratio, tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import LLMParaError
-from ui import links
+from llmpara_core.units import FLOPS_PER_TFLOP
 from ui.format import escape_md, fmt_time, sig
-from ui.scenario import (add_warning, chart_config, get_scenario, register_link_param,
-                         url_number, url_segmented, url_selectbox, url_toggle, with_framework)
+from ui.page_inputs import optional_number
+from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
+                         url_toggle, with_framework)
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "energy_measurements.csv"
@@ -38,7 +40,8 @@ GIGA = 1e9
 def _metrics(model, hardware, precision, workload, settings, overrides):
     report = analyze(model, hardware, precision, workload)
     params = params_for_report(report).with_overrides(**dict(overrides))
-    return report, scenario_metrics(report, settings, params)
+    m = scenario_metrics(report, settings, params)
+    return report, m, cost_efficiency(report, m)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -51,19 +54,6 @@ def _compare(model, precision, workload, settings, framework):
 @st.cache_data(max_entries=2, show_spinner=False)
 def _validation(path: str):
     return validate_energy(read_energy_measurements(path))
-
-
-def _optional_number(label: str, key: str, lo: float, hi: float, placeholder: str, **kw):
-    """An empty-by-default number input bound to the URL (empty = the model's default)."""
-    raws = st.query_params.get_all(key)
-    if raws and links.parse_float(raws[-1], lo, hi) is None:
-        add_warning(f"Link parameter `{key}`: '{links.show_value(raws[-1])}' is not a number "
-                    f"in [{lo}, {hi}]; using the default.")
-    v = st.number_input(label, lo, hi, value=None, key=key, bind="query-params",
-                        placeholder=placeholder, **kw)
-    if v is not None:
-        register_link_param(key, links.format_number(v))
-    return v
 
 
 def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
@@ -109,7 +99,7 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
     with c4:
         util = url_number("Utilisation (%)", "m_util", 1, 100,
                           int(round(100 * tco_defaults["utilisation"])), step=5)
-        emb = _optional_number("Embodied carbon (kgCO2e)", "m_emb", 0.0, 1e6,
+        emb = optional_number("Embodied carbon (kgCO2e)", "m_emb", 0.0, 1e6,
                                "device default", help="Overrides the device's embodied carbon.")
     st.caption("Device price and TDP come from the sidebar's hardware (override them there). "
                f"Defaults and sources: presets/tables/energy.toml; region data: "
@@ -117,12 +107,12 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
 with st.expander("Energy constants (override the device defaults)", expanded=False):
     e1, e2, e3 = st.columns(3)
     with e1:
-        o_static = _optional_number("Static power (W)", "m_static", 0.0, 1e5, "device default")
+        o_static = optional_number("Static power (W)", "m_static", 0.0, 1e5, "device default")
     with e2:
-        o_flop = _optional_number("Dynamic energy (pJ/FLOP)", "m_pjflop", 0.0, 1e4,
+        o_flop = optional_number("Dynamic energy (pJ/FLOP)", "m_pjflop", 0.0, 1e4,
                                   "device default")
     with e3:
-        o_byte = _optional_number("Memory energy (pJ/byte)", "m_pjbyte", 0.0, 1e5,
+        o_byte = optional_number("Memory energy (pJ/byte)", "m_pjbyte", 0.0, 1e5,
                                   "device default", help="Applies to weights, KV and "
                                   "activations alike.")
 
@@ -141,7 +131,7 @@ try:
                                include_idle=bool(charge_idle), energy_model=model_kind,
                                alpha=float(alpha) if model_kind == "tdp-fraction" else None,
                                embodied_kgco2e=None if emb is None else float(emb))
-    report, m = _metrics(scn.model, scn.hardware, scn.precision, scn.workload, settings,
+    report, m, ce = _metrics(scn.model, scn.hardware, scn.precision, scn.workload, settings,
                          tuple(overrides))
 except LLMParaError as exc:
     st.error(f"Metrics unavailable for this scenario: {escape_md(exc)}")
@@ -159,7 +149,10 @@ k4.metric("$ / M output tokens", "—" if t.usd_per_million_tokens is None
                "scenario's throughput with its batch.")
 k5.metric("gCO2e / M tokens", sig(c.total_g_per_million_tokens),
           help="Operational (energy x PUE x grid) + embodied (amortised).")
-k6.metric("Output tokens/s", sig(m.tokens_per_s), help="batch x gen / end-to-end time.")
+k6.metric("End-to-end tokens/s", sig(m.tokens_per_s),
+          help="Output tokens / end-to-end time = batch x gen / (TTFT + decode), prefill "
+               "included; the Overview's decode tokens/s (1 / TPOT) leaves prefill out, so it "
+               "is higher.")
 if not m.fits:
     st.warning(f"The scenario does not fit in {escape_md(scn.hardware.name)}'s memory; figures "
                f"are what it would cost if it did.")
@@ -181,6 +174,45 @@ def _ops_frame(rows, phase: str) -> pd.DataFrame:
         "compute_j": o.compute_j, "memory_j": o.memory_j, "comm_j": o.comm_j,
         "static_j": o.static_j, "total_j": o.total_j, "power_w": o.power_w,
         "gflop_per_j": None if o.flops_per_j is None else o.flops_per_j / GIGA} for o in rows])
+
+
+def _ridge_marker(fig: go.Figure, x: float, text: str) -> None:
+    """A dotted vertical line at ``x`` across the y range of the traces already drawn, as a
+    trace: a shape or annotation on a log axis takes log10 coordinates, so ``add_vline(x=183)``
+    would stretch the axis to 10^183."""
+    ys = [v for tr in fig.data for v in (tr.y if tr.y is not None else ())
+          if v is not None and v > 0]
+    if not ys or not x or x <= 0:
+        return
+    fig.add_trace(go.Scatter(x=[x, x], y=[min(ys), max(ys)], mode="lines+text",
+                             text=[f"{text} {sig(x)} FLOP/B", ""], textposition="top right",
+                             line={"dash": "dot", "width": 1, "color": "#8C8C8C"},
+                             hoverinfo="skip", showlegend=False))
+
+
+@st.fragment
+def operator_energy() -> None:
+    """Energy per operator; its phase and count controls rerun only this fragment."""
+    st.subheader("Energy per operator")
+    c1, c2 = st.columns([1, 3])
+    with c1:
+        phase = url_segmented("Phase", ["decode", "prefill"], key="m_phase", default="decode",
+                              format_func=lambda s: {"decode": "Decode step",
+                                                     "prefill": "Prefill"}[s])
+        top_n = url_number("Operators shown", "m_topn", 3, 80, 15, step=1)
+    rows = e.decode if phase == "decode" else e.prefill
+    df = _ops_frame(rows, phase).sort_values("total_j", ascending=False)
+    top = df.head(int(top_n)).iloc[::-1]
+    fig = go.Figure()
+    for col, name in (("compute_j", "compute"), ("memory_j", "memory"), ("static_j", "static"),
+                      ("comm_j", "link")):
+        fig.add_trace(go.Bar(y=top["operator"], x=top[col], name=name, orientation="h",
+                             hovertemplate="%{y}: %{x:.3g} J<extra>" + name + "</extra>"))
+    fig.update_layout(barmode="stack", height=max(260, 22 * len(top) + 80), margin={"t": 10},
+                      xaxis_title="J per decode step (whole batch)" if phase == "decode"
+                      else "J (prefill, whole batch)", legend={"orientation": "h", "y": -0.15})
+    with c2:
+        st.plotly_chart(fig, key="m_opbars", config=chart_config("energy_per_operator"))
 
 
 def energy_view() -> None:
@@ -210,8 +242,7 @@ def energy_view() -> None:
                     text=[o.name for o in pts], customdata=[[o.total_j, o.power_w or 0] for o in pts],
                     hovertemplate="%{text}<br>AI=%{x:.3g} FLOP/B<br>%{y:.3g} GFLOP/J<br>"
                                   "%{customdata[0]:.3g} J, %{customdata[1]:.0f} W<extra></extra>"))
-        fig.add_vline(x=comp.time_ridge, line={"dash": "dot", "width": 1},
-                      annotation_text="time ridge")
+        _ridge_marker(fig, comp.time_ridge, "time ridge")
         fig.update_xaxes(type="log", title="Arithmetic intensity (FLOP/byte)", dtick=1)
         fig.update_yaxes(type="log", title="Attainable GFLOP/J (= GFLOPS/W)", dtick=1)
         fig.update_layout(height=430, margin={"t": 10}, legend={"orientation": "h", "y": -0.2})
@@ -241,26 +272,7 @@ def energy_view() -> None:
         fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)")
         st.plotly_chart(fig, key="m_parts", config=chart_config("energy_breakdown"))
 
-    st.subheader("Energy per operator")
-    c1, c2 = st.columns([1, 3])
-    with c1:
-        phase = url_segmented("Phase", ["decode", "prefill"], key="m_phase", default="decode",
-                              format_func=lambda s: {"decode": "Decode step",
-                                                     "prefill": "Prefill"}[s])
-        top_n = url_number("Operators shown", "m_topn", 3, 80, 15, step=1)
-    rows = e.decode if phase == "decode" else e.prefill
-    df = _ops_frame(rows, phase).sort_values("total_j", ascending=False)
-    top = df.head(int(top_n)).iloc[::-1]
-    fig = go.Figure()
-    for col, name in (("compute_j", "compute"), ("memory_j", "memory"), ("static_j", "static"),
-                      ("comm_j", "link")):
-        fig.add_trace(go.Bar(y=top["operator"], x=top[col], name=name, orientation="h",
-                             hovertemplate="%{y}: %{x:.3g} J<extra>" + name + "</extra>"))
-    fig.update_layout(barmode="stack", height=max(260, 22 * len(top) + 80), margin={"t": 10},
-                      xaxis_title="J per decode step (whole batch)" if phase == "decode"
-                      else "J (prefill, whole batch)", legend={"orientation": "h", "y": -0.15})
-    with c2:
-        st.plotly_chart(fig, key="m_opbars", config=chart_config("energy_per_operator"))
+    operator_energy()
     full = pd.concat([_ops_frame(e.prefill, "prefill"), _ops_frame(e.decode, "decode step")])
     with st.expander("Operator table"):
         st.dataframe(full, hide_index=True)
@@ -272,7 +284,28 @@ def energy_view() -> None:
 
 # ---------------------------------------------------------------------------- cost & carbon view
 
+def _usd(v: float | None) -> str:
+    return "—" if v is None else f"${sig(v)}"
+
+
+def cost_cards() -> None:
+    """$/M tokens with the reference tool's TCO cards beside it (llmpara_core.metrics.cost)."""
+    q = st.columns(4)
+    q[0].metric("$ / M output tokens", _usd(t.usd_per_million_tokens),
+                help="Capex amortised over lifetime x utilisation + electricity x PUE.")
+    q[1].metric("TCO per EFLOP", _usd(ce.usd_per_eflop),
+                help=f"TCO per busy hour / FLOPs this workload executes per hour x 10^18 "
+                     f"(achieved {sig(ce.achieved_flops_per_s / FLOPS_PER_TFLOP)} TFLOP/s on average; the "
+                     "reference tool priced a peak EFLOP instead).")
+    q[2].metric("kWh / M output tokens", sig(ce.kwh_per_million_tokens),
+                help="Device energy x PUE per million output tokens (facility energy).")
+    q[3].metric("GFLOPS / $", sig(ce.gflops_per_usd_peak),
+                help=f"Peak GFLOP/s ({report.dtype_used.value}) per USD of device price; "
+                     f"achieved by this workload: {sig(ce.gflops_per_usd_achieved)} GFLOPS/$.")
+
+
 def cost_view() -> None:
+    cost_cards()
     left, right = st.columns(2)
     with left:
         st.subheader("Total cost of ownership")
@@ -287,13 +320,19 @@ def cost_view() -> None:
              else f"{100 * t.energy_fraction:.1f} %"),
             ("$ per M output tokens", "—" if t.usd_per_million_tokens is None
              else f"${sig(t.usd_per_million_tokens)}"),
-            ("Throughput used", f"{sig(m.tokens_per_s)} output tokens/s (batch {e.batch})"),
-        ], columns=["quantity", "value"]), hide_index=True)
-        fig = go.Figure([go.Bar(name="capex", x=["$/M tokens"],
-                                y=[t.capex_usd_per_million_tokens or 0]),
-                         go.Bar(name="electricity", x=["$/M tokens"],
-                                y=[t.electricity_usd_per_million_tokens or 0])])
-        fig.update_layout(barmode="stack", height=300, margin={"t": 10}, yaxis_title="USD")
+            ("TCO per EFLOP of this workload", _usd(ce.usd_per_eflop)),
+            ("kWh per M output tokens (x PUE)", sig(ce.kwh_per_million_tokens)),
+            ("Peak GFLOP/s per $", sig(ce.gflops_per_usd_peak)),
+            ("Achieved GFLOP/s per $", sig(ce.gflops_per_usd_achieved)),
+            ("Throughput used (end-to-end)", f"{sig(m.tokens_per_s)} tok/s, batch {e.batch}"),
+        ], columns=["quantity", "value"]), hide_index=True, height=35 * 13 + 3)
+        fig = go.Figure([go.Bar(name="capex", y=["$/M tokens"], orientation="h",
+                                x=[t.capex_usd_per_million_tokens or 0]),
+                         go.Bar(name="electricity", y=["$/M tokens"], orientation="h",
+                                x=[t.electricity_usd_per_million_tokens or 0])])
+        fig.update_layout(barmode="stack", height=170, margin={"t": 10, "b": 10},
+                          xaxis_title="USD per million output tokens",
+                          legend={"orientation": "h", "y": 1.25})
         st.plotly_chart(fig, key="m_tco", config=chart_config("tco"))
         if t.price_usd is None:
             st.warning("This device has no price: enter one in the sidebar (Hardware "
@@ -305,11 +344,13 @@ def cost_view() -> None:
         names = [region] + [r for r in REF_REGIONS if grid_region(r).key != region]
         bars_x = [grid_region(n).name for n in names]
         op = [c.operational_at_g_per_million_tokens(grid_region(n).gco2e_per_kwh) for n in names]
-        fig = go.Figure([go.Bar(name="operational", x=bars_x, y=op),
-                         go.Bar(name="embodied", x=bars_x,
-                                y=[c.embodied_g_per_million_tokens or 0] * len(names))])
-        fig.update_layout(barmode="stack", height=380, margin={"t": 10},
-                          yaxis_title="gCO2e per M output tokens")
+        fig = go.Figure([go.Bar(name="operational", y=bars_x, x=op, orientation="h"),
+                         go.Bar(name="embodied", y=bars_x, orientation="h",
+                                x=[c.embodied_g_per_million_tokens or 0] * len(names))])
+        fig.update_layout(barmode="stack", height=120 + 30 * len(names), margin={"t": 10},
+                          xaxis_title="gCO2e per M output tokens",
+                          yaxis={"autorange": "reversed"},
+                          legend={"orientation": "h", "y": -0.2})
         st.plotly_chart(fig, key="m_co2", config=chart_config("co2e_by_region"))
         st.caption("First bar: the selected region; then the reference tool's nine regions "
                    "(operational carbon scales linearly with grid intensity).")

@@ -3,7 +3,9 @@ the time split into compute / memory / communication, scaling curves, a best-pla
 the comparison with published tensor-parallel measurements."""
 
 import json
+from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -11,18 +13,20 @@ import streamlit as st
 from llmpara_core import parallel
 from llmpara_core.errors import ConfigError
 from llmpara_core.export import _plain
-from llmpara_core.hardware import Hardware
+from llmpara_core.hardware import Hardware, Topology
 from llmpara_core.model import Model
 from llmpara_core.precision import Precision
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from llmpara_core.workload import Workload
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
+from ui.page_inputs import optional_number
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
                          url_toggle)
 from ui.tables import download_csv, download_json
 
 SIDEBAR = "sidebar"
+PRESET_TOPOLOGY = "preset"
 VIEWS = ("Per device", "Scaling", "Best plan", "Published measurements")
 PART_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "kernel launches": "#8C8C8C",
                "communication": "#17BECF", "pipeline wait": "#E45756"}
@@ -72,6 +76,48 @@ def use_plan(plan: parallel.ParallelPlan) -> None:
                             sh_mb=0, sh_view="Per device")
 
 
+def edit_links(hw: Hardware) -> Hardware:
+    """Link bandwidth, latency and topology of the cluster, editable on the page and kept in
+    the link (``sh_linkbw`` GB/s, ``sh_linklat`` µs, ``sh_topo``); empty = the preset's."""
+    ic = hw.interconnect
+    with st.expander("Links: bandwidth, latency, topology"
+                     + (" (edited)" if ic and _links_edited() else ""), expanded=False):
+        if ic is None:
+            st.caption("This device has no interconnect to edit.")
+            return hw
+        l1, l2, l3 = st.columns(3)
+        with l1:
+            bw = optional_number("Link bandwidth (GB/s per device and direction)", "sh_linkbw",
+                                 0.001, 1e6, f"preset: {sig(ic.bandwidth_bytes_per_s / BYTES_PER_GB)}",
+                                 help="Within a node (between nodes: the preset's value).")
+        with l2:
+            lat = optional_number("Link latency (µs)", "sh_linklat", 0.0, 1e6,
+                                  f"preset: {sig(ic.latency_s / S_PER_US)}",
+                                  help="Per message hop, within a node.")
+        with l3:
+            topo = url_selectbox("Topology", [PRESET_TOPOLOGY] + [t.value for t in Topology],
+                                 key="sh_topo", default=PRESET_TOPOLOGY,
+                                 format_func=lambda t: f"preset: {ic.topology.value}"
+                                 if t == PRESET_TOPOLOGY else t)
+    changes = {}
+    if bw is not None:
+        changes["bandwidth_bytes_per_s"] = float(bw) * BYTES_PER_GB
+    if lat is not None:
+        changes["latency_s"] = float(lat) * S_PER_US
+    if topo != PRESET_TOPOLOGY:
+        changes["topology"] = Topology(topo)
+    if not changes:
+        return hw
+    return replace(hw, name=f"{hw.name} (links edited)",
+                   interconnect=replace(ic, **changes))
+
+
+def _links_edited() -> bool:
+    ss = st.session_state
+    return (ss.get("sh_linkbw") is not None or ss.get("sh_linklat") is not None
+            or ss.get("sh_topo", PRESET_TOPOLOGY) != PRESET_TOPOLOGY)
+
+
 scn = get_scenario()
 st.title("Sharding")
 st.caption(escape_md(scn.label))
@@ -91,6 +137,7 @@ with c1:
              "per device and direction, latency, topology, device count). Sidebar overrides "
              "apply only to the sidebar hardware.")
 hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
+hw = edit_links(hw)
 ic = hw.interconnect
 with c2:
     if choice == SIDEBAR:
@@ -185,8 +232,9 @@ def memory_section(report: parallel.ShardReport) -> pd.DataFrame:
                     marker_color=color, hovertemplate="%{x:.3g} GB<extra>" + name + "</extra>")
     fig.add_vline(x=hw.memory_capacity_bytes / BYTES_PER_GB, line_dash="dash",
                   annotation_text="capacity")
-    fig.update_layout(barmode="stack", height=120 + 40 * len(labels),
-                      xaxis_title="GB (10⁹ bytes) per device", margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(barmode="stack", height=170 + 40 * len(labels),
+                      xaxis_title="GB (10⁹ bytes) per device", margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     show(fig, "sharding-memory")
     st.caption(f"Largest global batch that fits at this context ({fmt_int(scn.workload.max_context)}"
                f" tokens): **{fmt_int(report.max_batch)}** (weights, every sequence's KV cache "
@@ -213,8 +261,9 @@ def time_section(report: parallel.ShardReport) -> pd.DataFrame:
         fig.add_bar(y=d.phase, x=100 * d.share, name=name, orientation="h", marker_color=color,
                     customdata=d.seconds / S_PER_MS,
                     hovertemplate="%{x:.1f} % · %{customdata:.4g} ms<extra>" + name + "</extra>")
-    fig.update_layout(barmode="stack", height=230, xaxis_title="% of the phase time (estimated)",
-                      margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(barmode="stack", height=260, xaxis_title="% of the phase time (estimated)",
+                      margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     show(fig, "sharding-time")
     st.caption(f"Per device on the latency path (every stage once). Compute / memory = operator "
                f"time where FLOPs / bytes bind; communication is exposed collective time "
@@ -262,6 +311,56 @@ def per_device_view(report: parallel.ShardReport) -> None:
                       "sharding.json", "Result JSON", key="dl_sh_json")
 
 
+def _devices_axis(devices) -> dict:
+    """A log2 device-count axis with a tick at every device count shown (1, 2, 4, 8 ...)."""
+    ticks = sorted({int(d) for d in devices})
+    return dict(title="devices", type="log", tickvals=ticks, ticktext=[str(t) for t in ticks])
+
+
+def scaling_figure(df: pd.DataFrame, ok: pd.DataFrame) -> go.Figure:
+    """Speedup against devices on log-log axes: ideal scaling is the diagonal (on a linear y
+    over a doubling x axis it would look exponential)."""
+    fig = go.Figure()
+    fig.add_scatter(x=df.devices, y=df.ideal_speedup, name="ideal (= devices)",
+                    mode="lines", line=dict(dash="dash", color="#8C8C8C"))
+    fig.add_scatter(x=ok.devices, y=ok.speedup, name="modelled", mode="lines+markers",
+                    line=dict(color="#4C78A8"), text=ok.plan,
+                    hovertemplate="%{x} devices · %{text}<br>speedup %{y:.3g}×<extra></extra>")
+    ys = [v for v in list(df.ideal_speedup) + list(ok.speedup) if v and v > 0]
+    fig.update_layout(xaxis=_devices_axis(df.devices),
+                      yaxis=dict(title="speedup of aggregate tokens/s vs one device",
+                                 type="log", tickvals=_doublings(ys), tickformat="~g"),
+                      height=420, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def _doublings(values) -> list[float]:
+    """Powers of two spanning ``values`` (tick positions of a log speedup axis)."""
+    if not values:
+        return [1]
+    lo, hi = min(values), max(values)
+    ticks, t = [], 2.0 ** int(np.floor(np.log2(lo)))
+    while t <= hi * 1.01:
+        ticks.append(t)
+        t *= 2
+    return ticks
+
+
+def efficiency_figure(ok: pd.DataFrame) -> go.Figure:
+    """Parallel efficiency (0-100 %) against devices."""
+    fig = go.Figure()
+    fig.add_scatter(x=ok.devices, y=100 * ok.efficiency, name="parallel efficiency",
+                    mode="lines+markers", line=dict(color="#F58518"),
+                    hovertemplate="%{x} devices<br>efficiency %{y:.0f} %<extra></extra>")
+    fig.update_layout(xaxis=_devices_axis(ok.devices) if len(ok) else dict(title="devices"),
+                      yaxis=dict(title="parallel efficiency (%)", dtick=20,
+                                 range=[0, max([105.0] + [105 * e for e in ok.efficiency])],
+                                 ticksuffix=" %"),
+                      height=420, margin=dict(l=10, r=10, t=40, b=10), showlegend=False)
+    return fig
+
+
 def scaling_view() -> None:
     """Modelled vs ideal speedup and parallel efficiency over the device count."""
     strategies = {"tp": "Tensor parallel", "pp": "Pipeline parallel",
@@ -278,26 +377,21 @@ def scaling_view() -> None:
     df = pd.DataFrame([{**{k: v for k, v in _plain(p).items() if k != "plan"},
                         "plan": p.plan.label if p.plan else None} for p in pts])
     ok = df[df.speedup.notna()]
-    fig = go.Figure()
-    fig.add_scatter(x=df.devices, y=df.ideal_speedup, name="ideal (= devices)",
-                    line=dict(dash="dash", color="#8C8C8C"))
-    fig.add_scatter(x=ok.devices, y=ok.speedup, name="modelled", mode="lines+markers",
-                    line=dict(color="#4C78A8"), text=ok.plan,
-                    hovertemplate="%{x} devices · %{text}<br>speedup %{y:.3g}×<extra></extra>")
-    fig.add_scatter(x=ok.devices, y=ok.efficiency, name="parallel efficiency", yaxis="y2",
-                    mode="lines+markers", line=dict(color="#F58518"),
-                    hovertemplate="%{x} devices<br>efficiency %{y:.0%}<extra></extra>")
-    fig.update_layout(xaxis=dict(title="devices", type="log", dtick=0.30103),
-                      yaxis=dict(title="speedup of aggregate tokens/s vs one device"),
-                      yaxis2=dict(title="efficiency", overlaying="y", side="right",
-                                  rangemode="tozero", tickformat=".0%"),
-                      height=440, margin=dict(l=10, r=10, t=30, b=10))
-    show(fig, "sharding-scaling")
+    left, right = st.columns(2)
+    with left:
+        show(scaling_figure(df, ok), "sharding-scaling")
+    with right:
+        show(efficiency_figure(ok), "sharding-efficiency")
     for _, row in df[df.speedup.isna()].iterrows():
         st.caption(f"{row.devices} devices: {escape_md(row.note)}")
-    st.dataframe(df[["devices", "plan", "tpot_s", "ttft_s", "throughput_tokens_per_s",
-                     "speedup", "efficiency", "communication_share", "fits", "note"]],
-                 hide_index=True)
+    st.dataframe(df.assign(tpot=df.tpot_s.map(fmt_time), ttft=df.ttft_s.map(fmt_time),
+                           aggregate=df.throughput_tokens_per_s.map(fmt_rate),
+                           speedup_x=df.speedup.map(lambda v: f"{sig(v)}×"),
+                           eff=df.efficiency.map(fmt_pct),
+                           comm=df.communication_share.map(lambda v: fmt_pct(v, 1)))[
+        ["devices", "plan", "tpot", "ttft", "aggregate", "speedup_x", "eff", "comm", "fits",
+         "note"]].rename(columns={"speedup_x": "speedup", "eff": "efficiency",
+                                  "comm": "communication share"}), hide_index=True)
     download_csv(df, f"sharding-scaling-{strategy}.csv", "Scaling CSV", key="dl_sh_scaling")
 
 

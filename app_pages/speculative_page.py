@@ -24,13 +24,14 @@ from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from ui import links
 from ui.format import escape_md, fmt_gb, fmt_pct, fmt_rate, fmt_time, sig
 from ui.scenario import (chart_config, get_scenario, hardware_label, hardware_options,
-                         model_label, register_link_param, url_number, url_segmented,
-                         url_selectbox)
+                         model_label, model_options, register_link_param, url_number,
+                         url_segmented, url_selectbox)
 from ui.tables import download_csv, download_json
 
 HEADS = {"eagle": "Self-drafting head · EAGLE-style", "mtp": "Self-drafting head · DeepSeek MTP",
          "medusa": "Self-drafting head · Medusa", "ngram": "No network · n-gram lookup"}
 SAME = "same"
+SIDEBAR_TARGET = "sidebar"
 VIEWS = ("Speedup", "Latency", "Batch", "Memory & energy", "Published measurements")
 ACC_MODES = {"alpha": "Constant α", "rates": "Per-position rates", "measured": "Measured E"}
 HEAT_ALPHAS = tuple(round(0.30 + 0.05 * i, 2) for i in range(14)) + (0.99,)
@@ -113,12 +114,25 @@ def _rates_input() -> tuple[float, ...] | None:
 
 scn = get_scenario()
 st.title("Speculative decoding")
-st.caption(f"Target = the sidebar model · {escape_md(scn.label)}")
+t1, t2 = st.columns([3, 5])
+with t1:
+    target_choice = url_selectbox(
+        "Target model", [SIDEBAR_TARGET] + model_options(), key="sp_target",
+        default=SIDEBAR_TARGET,
+        format_func=lambda m: f"Sidebar model · {scn.model.name}" if m == SIDEBAR_TARGET
+        else model_label(m),
+        help="The model whose decoding is sped up; the sidebar's hardware, precision and "
+             "workload apply either way.")
+target = scn.model if target_choice == SIDEBAR_TARGET else load_model(target_choice)
+with t2:
+    st.caption(f"Target = {escape_md(target.name)}"
+               + (" (the sidebar model)" if target_choice == SIDEBAR_TARGET else "")
+               + f" · {escape_md(scn.label)}")
 
 choices = draft_choices()
 c1, c2, c3 = st.columns([3, 2, 3])
 with c1:
-    choice = url_selectbox("Draft", choices, key="sp_draft", default=default_choice(scn.model),
+    choice = url_selectbox("Draft", choices, key="sp_draft", default=default_choice(target),
                            format_func=lambda c: HEADS.get(c) or f"Model · {model_label(c)}",
                            help="A separate draft model (any preset; the usual drafts first) "
                                 "or a self-drafting head built on the target.")
@@ -162,15 +176,13 @@ with a3:
     else:
         rates = _rates_input()
 view = url_segmented("View", VIEWS, key="sp_view", default=VIEWS[0])
-if mode == "rates" and rates is None:
-    st.stop()                                   # the rates box already shows the error
 
 
 def build_setup() -> spx.Setup:
     dp = None if dprec == SAME or choice == "ngram" else precision_preset(dprec)
     dh = None if dhw == SAME or choice == "ngram" else scn.on(load_hardware(dhw))
     if choice in ("eagle", "mtp"):
-        draft = spx.head_draft(scn.model, choice, float(head_m) * 1e6 if head_m else None,
+        draft = spx.head_draft(target, choice, float(head_m) * 1e6 if head_m else None,
                                int(head_layers), precision=dp, hardware=dh)
     elif choice == "medusa":
         draft = spx.medusa_draft(dp, dh)
@@ -178,7 +190,7 @@ def build_setup() -> spx.Setup:
         draft = spx.ngram_draft()
     else:
         draft = spx.model_draft(load_model(choice), dp, dh)
-    return spx.Setup(scn.model, scn.hardware, scn.precision, scn.workload, draft)
+    return spx.Setup(target, scn.hardware, scn.precision, scn.workload, draft)
 
 
 def build_spec() -> spx.Speculation:
@@ -193,66 +205,70 @@ def build_spec() -> spx.Speculation:
     return spx.Speculation(g, alpha=float(alpha))
 
 
-try:
-    setup, spec = build_setup(), build_spec()
-    report, optimum, break_even = run_report(setup, spec, rates)
-except LLMParaError as exc:
-    st.error(f"Speculative decoding cannot be analysed: {escape_md(exc)}")
-    st.stop()
+report = None                       # no st.stop(): the link warnings and Copy link still render
+if not (mode == "rates" and rates is None):    # (else the rates box already shows the error)
+    try:
+        setup, spec = build_setup(), build_spec()
+        report, optimum, break_even = run_report(setup, spec, rates)
+    except LLMParaError as exc:
+        st.error(f"Speculative decoding cannot be analysed: {escape_md(exc)}")
+
 
 # ---- headline -------------------------------------------------------------------------------
 
-est, mem, energy = report.estimated, report.memory, report.energy
-m = st.columns(4) + st.columns(4)
-m[0].metric("Speedup", f"{sig(est.speedup)}×",
-            help=f"Plain decode time / speculative decode time over the {scn.workload.gen_len} "
-                 f"generated tokens (estimated rates); at peak rates {sig(report.ideal.speedup)}×")
-m[1].metric("E tokens / step", sig(report.expected_tokens_per_step),
-            help="Accepted drafts + the target's own token per verification pass")
-m[2].metric("Tokens/s per sequence", fmt_rate(est.decode_tokens_per_s),
-            delta=f"plain {fmt_rate(est.vanilla_decode_tokens_per_s)}", delta_color="off",
-            delta_arrow="off")
-m[3].metric("Step time", fmt_time(est.step_s),
-            help=f"draft {fmt_time(est.draft_s_per_step)} + verification "
-                 f"{fmt_time(est.verify_s_per_step)}; plain decode step "
-                 f"{fmt_time(est.vanilla_tpot_s)}")
-m[4].metric("Optimal γ", "—" if optimum is None else f"{optimum[0]} ({sig(optimum[1])}×)",
-            help="γ with the largest speedup for this acceptance (constant α: γ ≤ max(16, γ); "
-                 "per-position rates: γ ≤ their number)")
-m[5].metric("Break-even α", "—" if break_even is None else sig(break_even),
-            help="Smallest constant α at which this γ is no slower than plain decoding "
-                 "(— : never, even at α = 1)" if gamma else "γ = 0: nothing to break even")
-m[6].metric("Memory overhead", fmt_gb(mem.overhead_bytes),
-            delta=fmt_pct(mem.overhead_fraction, 1), delta_color="off", delta_arrow="off",
-            help="Draft weights + draft KV cache + γ speculative KV slots + verification "
-                 "activations, against the target's weights + KV + activations (GB = 10⁹ B)")
-m[7].metric("Energy / token", f"{sig(energy.speculative_j_per_token)} J",
-            delta=f"× {sig(energy.ratio)} of plain", delta_color="off", delta_arrow="off",
-            help=f"Plain decoding {sig(energy.vanilla_j_per_token)} J per generated token; "
-                 + escape_md(energy.method))
+def headline() -> None:
+    """The eight headline metrics, the fit and vocabulary warnings and the notes."""
+    est, mem, energy = report.estimated, report.memory, report.energy
+    m = st.columns(4) + st.columns(4)
+    m[0].metric("Speedup", f"{sig(est.speedup)}×",
+                help=f"Plain decode time / speculative decode time over the {scn.workload.gen_len} "
+                     f"generated tokens (estimated rates); at peak rates {sig(report.ideal.speedup)}×")
+    m[1].metric("E tokens / step", sig(report.expected_tokens_per_step),
+                help="Accepted drafts + the target's own token per verification pass")
+    m[2].metric("Tokens/s per sequence", fmt_rate(est.decode_tokens_per_s),
+                delta=f"plain {fmt_rate(est.vanilla_decode_tokens_per_s)}", delta_color="off",
+                delta_arrow="off")
+    m[3].metric("Step time", fmt_time(est.step_s),
+                help=f"draft {fmt_time(est.draft_s_per_step)} + verification "
+                     f"{fmt_time(est.verify_s_per_step)}; plain decode step "
+                     f"{fmt_time(est.vanilla_tpot_s)}")
+    m[4].metric("Optimal γ", "—" if optimum is None else f"{optimum[0]} ({sig(optimum[1])}×)",
+                help="γ with the largest speedup for this acceptance (constant α: γ ≤ max(16, γ); "
+                     "per-position rates: γ ≤ their number)")
+    m[5].metric("Break-even α", "—" if break_even is None else sig(break_even),
+                help="Smallest constant α at which this γ is no slower than plain decoding "
+                     "(— : never, even at α = 1)" if gamma else "γ = 0: nothing to break even")
+    m[6].metric("Memory overhead", fmt_gb(mem.overhead_bytes),
+                delta=fmt_pct(mem.overhead_fraction, 1), delta_color="off", delta_arrow="off",
+                help="Draft weights + draft KV cache + γ speculative KV slots + verification "
+                     "activations, against the target's weights + KV + activations (GB = 10⁹ B)")
+    m[7].metric("Energy / token", f"{sig(energy.speculative_j_per_token)} J",
+                delta=f"× {sig(energy.ratio)} of plain", delta_color="off", delta_arrow="off",
+                help=f"Plain decoding {sig(energy.vanilla_j_per_token)} J per generated token; "
+                     + escape_md(energy.method))
 
-vocab = report.vocab
-if vocab.compatible is False:
-    st.warning(f"Vocabulary mismatch: {escape_md(vocab.message)}. The draft's tokens cannot be "
-               "verified directly; use a draft of the target's family or a self-drafting head.")
-elif vocab.compatible is None:
-    st.info(f"Vocabulary: {escape_md(vocab.message)}.")
-if not mem.fits:
-    cap = mem.target_capacity_bytes
-    if mem.baseline_bytes > cap:
-        what = f"The target alone ({fmt_gb(mem.baseline_bytes)}) does not fit in {fmt_gb(cap)}"
-    elif mem.same_device:
-        what = (f"Target + draft ({fmt_gb(mem.baseline_bytes + mem.overhead_bytes)}) do not fit "
-                f"in {fmt_gb(cap)}")
-    else:
-        what = "The target or the draft does not fit in its device's memory"
-    st.warning(f"{what}; the figures are what it would take if it did.")
-if scn.hardware.interconnect is not None:
-    st.caption(f"ℹ️ {escape_md(scn.hardware.name)} is a cluster preset: this page runs the "
-               "target on one of its devices (see Sharding for tensor/expert parallelism).")
-for note in report.notes:
-    if note != vocab.message:
-        st.caption("ℹ️ " + escape_md(note))
+    vocab = report.vocab
+    if vocab.compatible is False:
+        st.warning(f"Vocabulary mismatch: {escape_md(vocab.message)}. The draft's tokens cannot be "
+                   "verified directly; use a draft of the target's family or a self-drafting head.")
+    elif vocab.compatible is None:
+        st.info(f"Vocabulary: {escape_md(vocab.message)}.")
+    if not mem.fits:
+        cap = mem.target_capacity_bytes
+        if mem.baseline_bytes > cap:
+            what = f"The target alone ({fmt_gb(mem.baseline_bytes)}) does not fit in {fmt_gb(cap)}"
+        elif mem.same_device:
+            what = (f"Target + draft ({fmt_gb(mem.baseline_bytes + mem.overhead_bytes)}) do not fit "
+                    f"in {fmt_gb(cap)}")
+        else:
+            what = "The target or the draft does not fit in its device's memory"
+        st.warning(f"{what}; the figures are what it would take if it did.")
+    if scn.hardware.interconnect is not None:
+        st.caption(f"ℹ️ {escape_md(scn.hardware.name)} is a cluster preset: this page runs the "
+                   "target on one of its devices (see Sharding for tensor/expert parallelism).")
+    for note in report.notes:
+        if note != vocab.message:
+            st.caption("ℹ️ " + escape_md(note))
 
 
 def result_json() -> bytes:
@@ -266,13 +282,8 @@ def result_json() -> bytes:
 
 # ---- views ----------------------------------------------------------------------------------
 
-def speedup_view() -> None:
-    alphas = list(spx.DEFAULT_ALPHAS)
-    if mode == "alpha" and float(alpha) not in alphas:
-        alphas = sorted(alphas + [float(alpha)])
-    g_max = max(16, int(gamma))
-    curves = run_curves(setup, tuple(alphas), g_max)
-    st.subheader("Speedup against γ")
+def gamma_figure(curves) -> go.Figure:
+    """Speedup against γ, one curve per α, with each optimum and this setting."""
     fig = go.Figure()
     for c in curves:
         mine = mode == "alpha" and c.alpha == float(alpha)
@@ -286,9 +297,46 @@ def speedup_view() -> None:
                     marker=dict(symbol="star", size=16))
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="no speedup")
     fig.update_layout(xaxis_title="γ (draft tokens per step)",
-                      yaxis_title="speedup over plain decoding", height=440,
-                      margin=dict(l=10, r=10, t=30, b=10))
-    show(fig, "speculative-gamma")
+                      yaxis_title="speedup over plain decoding", height=420,
+                      margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def expected_tokens_figure(curves) -> go.Figure:
+    """E[tokens per verification step] against γ, one curve per α (the core's curves)."""
+    fig = go.Figure()
+    for c in curves:
+        mine = mode == "alpha" and c.alpha == float(alpha)
+        fig.add_scatter(x=c.gammas, y=c.expected_tokens, mode="lines+markers",
+                        name=f"α = {c.alpha:g}", line=dict(width=4 if mine else 2),
+                        hovertemplate="γ %{x}: E = %{y:.3g} tokens<extra>"
+                                      f"α = {c.alpha:g}</extra>")
+    fig.add_scatter(x=[int(gamma)], y=[report.expected_tokens_per_step], mode="markers",
+                    name="this setting", marker=dict(symbol="star", size=16))
+    fig.update_layout(xaxis_title="γ (draft tokens per step)",
+                      yaxis_title="E[tokens per target pass]", height=420,
+                      margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def speedup_view() -> None:
+    alphas = list(spx.DEFAULT_ALPHAS)
+    if mode == "alpha" and float(alpha) not in alphas:
+        alphas = sorted(alphas + [float(alpha)])
+    g_max = max(16, int(gamma))
+    curves = run_curves(setup, tuple(alphas), g_max)
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Speedup against γ")
+        show(gamma_figure(curves), "speculative-gamma")
+    with right:
+        st.subheader("Expected tokens per step against γ")
+        show(expected_tokens_figure(curves), "speculative-expected-tokens")
+    st.caption("Accepted drafts plus the target's own token per verification pass. With a "
+               "constant α, E = (1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023): it saturates "
+               "at 1 / (1 − α) however many drafts are proposed.")
     curve_df = pd.DataFrame([{"alpha": c.alpha, "gamma": g, "expected_tokens": e, "speedup": s}
                              for c in curves for g, s, e in
                              zip(c.gammas, c.speedups, c.expected_tokens)])
@@ -368,35 +416,67 @@ def latency_view() -> None:
         download_json(result_json(), "speculative.json", "Result JSON", key="dl_sp_json")
 
 
-def batch_view() -> None:
-    batches = tuple(sorted(set(views.DEFAULT_BATCHES) | {scn.workload.batch}))
-    rows = run_batch(setup, spec, batches)
-    df = pd.DataFrame([asdict(r) for r in rows])
-    st.subheader("Speedup against batch")
+def _batch_axis(batches) -> dict:
+    """A log2 batch axis with a tick at every batch shown."""
+    ticks = sorted({int(b) for b in batches})
+    return dict(title="batch (sequences)", type="log", tickvals=ticks,
+                ticktext=[str(t) for t in ticks])
+
+
+def batch_speedup_figure(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     ok, bad = df[df.fits], df[~df.fits]
     fig.add_scatter(x=df.batch, y=df.speedup, mode="lines", name="speedup",
                     line=dict(color="#4C78A8"), hoverinfo="skip", showlegend=False)
-    fig.add_scatter(x=ok.batch, y=ok.speedup, mode="markers", name="speedup (fits)",
+    fig.add_scatter(x=ok.batch, y=ok.speedup, mode="markers", name="fits",
                     marker=dict(color="#4C78A8", size=9),
                     hovertemplate="batch %{x}: %{y:.3g}×<extra></extra>")
     if len(bad):
         fig.add_scatter(x=bad.batch, y=bad.speedup, mode="markers", name="does not fit",
                         marker=dict(color="#4C78A8", size=9, symbol="circle-open"),
                         hovertemplate="batch %{x}: %{y:.3g}× (does not fit)<extra></extra>")
-    fig.add_scatter(x=df.batch, y=df.vanilla_throughput_tokens_per_s, yaxis="y2",
-                    name="plain tokens/s (all sequences)", line=dict(dash="dot", color="#F58518"))
-    fig.add_scatter(x=df.batch, y=df.throughput_tokens_per_s, yaxis="y2",
-                    name="speculative tokens/s", line=dict(dash="dash", color="#54A24B"))
-    fig.add_hline(y=1.0, line_dash="dot")
-    fig.add_vline(x=scn.workload.batch, line_dash="dash", annotation_text="sidebar batch")
-    fig.update_layout(xaxis=dict(title="batch (sequences)", type="log", dtick=0.30103),
-                      yaxis=dict(title="speedup"),
-                      yaxis2=dict(title="aggregate tokens/s", overlaying="y", side="right",
-                                  type="log"),
-                      height=460, margin=dict(l=10, r=70, t=30, b=10),
-                      legend=dict(orientation="h", y=-0.2))
-    show(fig, "speculative-batch")
+    hi = max(1.1, float(df.speedup.max()) * 1.1)
+    fig.add_scatter(x=[df.batch.min(), df.batch.max()], y=[1.0, 1.0], mode="lines",
+                    name="no speedup", line=dict(dash="dot", color="#8C8C8C", width=1),
+                    hoverinfo="skip")
+    b = scn.workload.batch          # a trace: shapes on a log axis take log10 coordinates
+    fig.add_scatter(x=[b, b], y=[0, hi], mode="lines+text", text=["", f"sidebar batch {b}"],
+                    textposition="bottom right", line=dict(dash="dash", color="#8C8C8C",
+                                                           width=1),
+                    hoverinfo="skip", showlegend=False)
+    fig.update_layout(xaxis=_batch_axis(df.batch), yaxis=dict(title="speedup", range=[0, hi]),
+                      height=420, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def batch_throughput_figure(df: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=df.batch, y=df.vanilla_throughput_tokens_per_s, mode="lines+markers",
+                    name="plain decoding", line=dict(dash="dot", color="#F58518"),
+                    hovertemplate="batch %{x}: %{y:,.4g} tokens/s<extra>plain</extra>")
+    fig.add_scatter(x=df.batch, y=df.throughput_tokens_per_s, mode="lines+markers",
+                    name="speculative", line=dict(dash="dash", color="#54A24B"),
+                    hovertemplate="batch %{x}: %{y:,.4g} tokens/s<extra>speculative</extra>")
+    fig.update_layout(xaxis=_batch_axis(df.batch),
+                      yaxis=dict(title="aggregate tokens/s (all sequences)", type="log",
+                                 dtick=1, tickformat="~s", minor=dict(showgrid=True)),
+                      height=420, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def batch_view() -> None:
+    batches = tuple(sorted(set(views.DEFAULT_BATCHES) | {scn.workload.batch}))
+    rows = run_batch(setup, spec, batches)
+    df = pd.DataFrame([asdict(r) for r in rows])
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Speedup against batch")
+        show(batch_speedup_figure(df), "speculative-batch")
+    with right:
+        st.subheader("Aggregate tokens/s against batch")
+        show(batch_throughput_figure(df), "speculative-batch-throughput")
     st.caption("At small batch one verification of γ + 1 tokens costs about one decode step "
                "(weights are read once either way); as batch × (γ + 1) grows the weight "
                "matmuls turn compute-bound, verification costs up to (γ + 1)× a decode step and "
@@ -404,9 +484,14 @@ def batch_view() -> None:
                "At long contexts the KV-cache reads stay memory-bound (verification reads each "
                "cached position once for all γ + 1 tokens), so part of the benefit survives.")
     st.dataframe(df.assign(verify=df.verify_s_per_step.map(fmt_time),
-                           plain_step=df.vanilla_tpot_s.map(fmt_time))[
-        ["batch", "speedup", "verify", "plain_step", "vanilla_throughput_tokens_per_s",
-         "throughput_tokens_per_s", "fits"]], hide_index=True)
+                           plain_step=df.vanilla_tpot_s.map(fmt_time),
+                           plain=df.vanilla_throughput_tokens_per_s.map(fmt_rate),
+                           speculative=df.throughput_tokens_per_s.map(fmt_rate))[
+        ["batch", "speedup", "verify", "plain_step", "plain", "speculative", "fits"]].rename(
+        columns={"plain_step": "plain step", "plain": "plain tokens/s",
+                 "speculative": "speculative tokens/s"}),
+                 hide_index=True,
+                 column_config={"speedup": st.column_config.NumberColumn(format="%.3f×")})
     with st.container(horizontal=True):
         download_csv(df, "speculative-batch.csv", "Batch CSV", key="dl_sp_batch")
         download_json(result_json(), "speculative.json", "Result JSON", key="dl_sp_json")
@@ -527,5 +612,8 @@ def published_view() -> None:
     download_csv(df, "speculative-published.csv", "Comparison CSV", key="dl_sp_pub")
 
 
-{"Speedup": speedup_view, "Latency": latency_view, "Batch": batch_view,
- "Memory & energy": memory_energy_view, "Published measurements": published_view}[view]()
+if report is not None:
+    est, mem, energy = report.estimated, report.memory, report.energy
+    headline()
+    {"Speedup": speedup_view, "Latency": latency_view, "Batch": batch_view,
+     "Memory & energy": memory_energy_view, "Published measurements": published_view}[view]()

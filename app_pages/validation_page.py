@@ -9,15 +9,15 @@ import pandas as pd
 import streamlit as st
 
 from llmpara_core import calibration
-from llmpara_core.calibration import fitting, measurements as validation
-from llmpara_core.calibration import summary as vs
+from llmpara_core.calibration import measurements as validation
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.units import S_PER_US
 from ui.format import escape_md, fmt_pct, sig
 from ui.scenario import (chart_config, try_scenario, url_number, url_segmented, url_toggle)
 from ui.tables import download_csv, download_json
-from ui.validation_charts import scatter
+from ui import validation_data
+from ui.validation_charts import error_explorer, scatter
 
 METRICS = {"Decode": "decode_tok_s", "Prefill": "prefill_tok_s", "TTFT": "ttft_ms"}
 SOURCES = ("Shipped", "Uploaded", "Both")
@@ -28,44 +28,12 @@ UPLOAD_COLUMNS = ", ".join(validation.REQUIRED + validation.OPTIONAL)
 
 @st.cache_data(max_entries=8, show_spinner="Predicting the measurements…")
 def run(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
-    """Everything the page shows, as plain data (raises the core's ConfigError)."""
-    rows, skipped = ([], []) if source == "Uploaded" else validation.read_measurements()
-    if upload is not None and source != "Shipped":
-        more, more_skipped = validation.read_measurements(upload)
-        rows, skipped = rows + more, skipped + more_skipped
-    mapped, skipped = validation.map_all(rows, skipped)
-    if not mapped:
-        raise ConfigError(f"no row could be mapped to a scenario ({len(skipped)} skipped"
-                          + (f"; first reason: {skipped[0].reason}" if skipped else "") + ")")
-    table = calibration.default_table()
-    if refit:
-        table = fitting.fit_table(mapped, table, frameworks=refit_frameworks)
-    preds, bad = validation.predict_all(mapped, table)
-    fitted = set(fitting.fitted_classes(table))
-    summary = vs.summarize(preds, skipped + bad, worst=len(preds), fitted_classes=fitted)
-    return {"predictions": [vs.prediction_row(p) for p in preds],
-            "groups": [vs.group_row(g) for g in summary.groups],
-            "worst": [vs.prediction_row(w.prediction) | {"why": "; ".join(w.reasons)}
-                      for w in summary.worst],
-            "skipped": [vs.skipped_row(s) for s in summary.skipped],
-            "summary": vs.summary_dict(summary) | {"refit": refit},
-            "classes": _class_rows(table), "frameworks": _framework_rows(table),
-            "table_toml": calibration.table_to_toml(table), "headline": summary.headline}
-
-
-def _class_rows(table) -> list[dict]:
-    return [{"class": c.value, "memory (of peak BW)": e.memory,
-             "kernel overhead [µs]": e.kernel_overhead_s / S_PER_US,
-             "kv_read (of achieved BW)": e.kv_read, "compute (of dense peak)": e.compute,
-             "rows fitted": int(table.class_rows.get(c, 0)),
-             "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}
-            for c, e in table.classes.items()]
-
-
-def _framework_rows(table) -> list[dict]:
-    return [{"framework": name, "memory ×": p.memory_scale, "overhead ×": p.overhead_scale,
-             "compute ×": p.compute_scale, "rows": p.rows, "note": p.note}
-            for name, p in table.frameworks.items()]
+    """Everything the page shows, as plain data (raises the core's ConfigError); the default
+    view comes precomputed when its inputs are unchanged (ui.validation_data)."""
+    if upload is None and source == "Shipped" and not refit:
+        return validation_data.default_result()
+    return validation_data.normalised(validation_data.compute(upload, source, refit,
+                                                              refit_frameworks))
 
 
 def stats_table(groups: list[dict], metric: str) -> pd.DataFrame:
@@ -84,25 +52,24 @@ PCT = {c: st.column_config.NumberColumn(c, format="percent") for c in (
     "within ±15 %", "error", "ideal error")}
 
 st.title("Validation")
-st.caption("Every prediction against published measurements (presets/tables/measurements.csv, "
-           "each row with its source). error = predicted / measured − 1. **Ideal** = peak "
-           "rates; **estimated** = the fitted efficiency model with the row's framework "
-           "profile; **generic** = the class values alone (what every page uses by default).")
+st.caption("Every prediction against published measurements, each row with its source. "
+           "error = predicted / measured − 1; **estimated** = the fitted efficiency model, "
+           "**ideal** = peak rates. Method and data: the expanders below.")
 
-with st.expander("Your measurements: upload a CSV, then choose it below and refit"):
-    st.caption(f"Same columns as the shipped file; needs {', '.join(validation.REQUIRED)}; "
-               f"optional: {', '.join(validation.OPTIONAL)}. Rows that cannot be mapped are "
-               "listed with the reason.")
+with st.expander("Data: the shipped measurements, or upload yours and refit"):
+    st.caption(f"Same columns as the shipped file (presets/tables/measurements.csv); needs "
+               f"{', '.join(validation.REQUIRED)}; optional: {', '.join(validation.OPTIONAL)}. "
+               "Rows that cannot be mapped are listed with the reason.")
     up = st.file_uploader("Measurements CSV", type=["csv"], key="v_upload")
     pasted = st.text_area("… or paste CSV text (used when no file is uploaded)", key="v_paste",
                           height=120)
-c1, c2, c3 = st.columns([2, 2, 3])
-with c1:
-    source = url_segmented("Data", SOURCES, key="v_data", default="Shipped")
-with c2:
-    fit = url_segmented("Efficiency values", FITS, key="v_fit", default=FITS[0])
-with c3:
-    refit_fw = url_toggle("Refit the framework profiles too (slower)", key="v_fitfw")
+    c1, c2, c3 = st.columns([2, 2, 3])
+    with c1:
+        source = url_segmented("Data", SOURCES, key="v_data", default="Shipped")
+    with c2:
+        fit = url_segmented("Efficiency values", FITS, key="v_fit", default=FITS[0])
+    with c3:
+        refit_fw = url_toggle("Refit the framework profiles too (slower)", key="v_fitfw")
 upload = up.getvalue() if up is not None else (pasted.encode() if pasted.strip() else None)
 if source != "Shipped" and upload is None:
     st.info("No CSV uploaded yet: showing the shipped measurements.")
@@ -111,41 +78,25 @@ try:
     data = run(upload, source, fit == FITS[1], bool(refit_fw))
 except ConfigError as e:
     st.error(f"Cannot use these measurements: {escape_md(e)}")
-    st.stop()
+    data = None                   # no st.stop(): the link warnings and Copy link still render
 
-head = data["headline"]
-s = data["summary"]
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Decode (batch 1), estimated", fmt_pct(head.median_abs, 1), help="median |error| of "
-          "estimated decode tokens/s over every mapped batch-1 row")
-dec = next((g for g in data["groups"] if (g["metric"], g["kind"]) == ("decode_tok_s", "all")),
-           None)
-m2.metric("Decode, ideal roofline", fmt_pct(dec and dec["ideal_median_abs_error"], 1),
-          help="the same rows at peak rates (no efficiency model)")
-m3.metric("Rows predicted", f"{s['rows_predicted']}")
-m4.metric("Rows skipped", f"{s['rows_skipped']}", help="listed with the reason below")
 
-c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
-with c1:
-    metric_label = url_segmented("Metric", list(METRICS), key="v_metric", default="Decode")
-with c2:
-    color_label = url_segmented("Colour by", list(COLOR_BY), key="v_color", default="Class")
-with c3:
-    show_ideal = url_toggle("Show ideal", key="v_ideal", value=True)
-with c4:
-    n_worst = url_number("Worst cases", "v_worst", 1, 100, 12)
-metric = METRICS[metric_label]
-pred = pd.DataFrame(data["predictions"])
-sub = pred[pred["metric"] == metric]
-if sub.empty:
-    st.warning(f"No {metric_label.lower()} rows in this data.")
-else:
-    st.subheader(f"Predicted vs measured: {metric_label}")
-    st.plotly_chart(scatter(sub, metric, COLOR_BY[color_label], show_ideal), theme="streamlit",
-                    key="v_scatter", config=chart_config(f"validation-{metric}"))
-    st.subheader("Error by hardware class and framework")
-    st.dataframe(stats_table(data["groups"], metric), hide_index=True, column_config=PCT)
+def headline(data: dict) -> None:
+    s = data["summary"]
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Decode (batch 1), estimated", fmt_pct(data["headline_median_abs"], 1),
+              help="median |error| of estimated decode tokens/s over every mapped batch-1 row")
+    dec = next((g for g in data["groups"]
+                if (g["metric"], g["kind"]) == ("decode_tok_s", "all")), None)
+    m2.metric("Decode, ideal roofline", fmt_pct(dec and dec["ideal_median_abs_error"], 1),
+              help="the same rows at peak rates (no efficiency model)")
+    m3.metric("Rows predicted", f"{s['rows_predicted']}",
+              help=("shipped" if source == "Shipped" else source.lower()) + " data, "
+              + ("refitted" if fit == FITS[1] else "shipped fit"))
+    m4.metric("Rows skipped", f"{s['rows_skipped']}", help="listed with the reason below")
 
+
+def worst_cases(data: dict, metric: str, n_worst: int) -> None:
     st.subheader("Worst cases (estimated), with the likely reason")
     unit = "ms" if metric == "ttft_ms" else "tokens/s"
     lines = [f"**{escape_md(w['row_id'])}** · {escape_md(w['model'])} on "
@@ -154,50 +105,108 @@ else:
                                               else "")
              + f": measured {sig(w['measured'])} {unit}, estimated {sig(w['estimated'])} "
              f"({w['error']:+.0%}) — {escape_md(w['why'])}"
-             for w in data["worst"] if w["metric"] == metric][:int(n_worst)]
+             for w in data["worst"] if w["metric"] == metric][:n_worst]
     st.markdown("\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))
 
-if data["skipped"]:
-    with st.expander(f"Skipped rows ({len(data['skipped'])}): why each could not be mapped"):
-        st.dataframe(pd.DataFrame(data["skipped"]), hide_index=True)
 
-st.subheader("The efficiency model" + (" (refitted on this data)" if fit == FITS[1] else ""))
-st.markdown(
-    "Estimated time per operator = max(FLOPs ÷ (peak × **compute**), (bytes + KV reads × "
-    "(1/**kv_read** − 1)) ÷ (bandwidth × **memory**)) + kernels × **kernel overhead**. "
-    "**memory**: fraction of peak DRAM bandwidth a weight-streaming kernel reaches (memory "
-    "technology); **kernel overhead**: fixed cost per kernel (launch, sync, tail) — why small "
-    "or quantised models reach a lower share of peak; **kv_read**: decode attention reads "
-    "the KV cache slower than weights stream — why decode slows as the context grows; "
-    "**compute**: fraction of the dense peak in prefill GEMMs. Classes are fitted on "
-    "llama.cpp rows; a framework profile scales them.")
-st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)
-st.dataframe(pd.DataFrame(data["frameworks"]), hide_index=True)
-cv = read_table().get("fit", {}).get("leave_one_device_out", {})
-if cv and fit == FITS[0]:
-    st.caption("Leave-one-device-out (each device predicted by a fit without it), median "
-               "|error|: " + " · ".join(f"{escape_md(k)} {fmt_pct(v, 1)}"
-                                        for k, v in cv.items()))
-scn, _ = try_scenario()
-if scn is not None:
-    table = calibration.default_table()
-    rows = [{"profile": name, **{k: v for k, v in zip(
-        ("memory", "kernel overhead [µs]", "kv_read", "compute"),
-        (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute))}}
-        for name in ("generic",) + tuple(calibration.FRAMEWORKS)
-        for e in [table.efficiency_for(scn.hardware, name)]]
-    with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "
-                     "framework (`llmpara analyze --framework NAME`)"):
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+def results(data: dict) -> None:
+    """Chart and summary table first, then the error explorer and the worst cases."""
+    c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
+    with c1:
+        metric_label = url_segmented("Metric", list(METRICS), key="v_metric", default="Decode")
+    with c2:
+        color_label = url_segmented("Colour by", list(COLOR_BY), key="v_color", default="Class")
+    with c3:
+        show_ideal = url_toggle("Show ideal", key="v_ideal", value=True)
+    with c4:
+        n_worst = url_number("Worst cases", "v_worst", 1, 100, 12)
+    metric = METRICS[metric_label]
+    pred = pd.DataFrame(data["predictions"])
+    sub = pred[pred["metric"] == metric]
+    if sub.empty:
+        st.warning(f"No {metric_label.lower()} rows in this data.")
+        return
+    # lazy tabs (bound to the link): only the open one is computed and drawn
+    chart_tab, explorer_tab = st.tabs(["Predicted vs measured", "Error explorer"],
+                                      key="v_tab", bind="query-params")
+    with chart_tab:
+        if chart_tab.open:
+            st.subheader(f"Predicted vs measured: {metric_label}")
+            st.plotly_chart(scatter(sub, metric, COLOR_BY[color_label], show_ideal),
+                            theme="streamlit", key="v_scatter",
+                            config=chart_config(f"validation-{metric}"))
+    with explorer_tab:
+        if explorer_tab.open:
+            st.subheader("Error explorer")
+            st.altair_chart(error_explorer(sub, COLOR_BY[color_label], metric),
+                            key="v_explorer")
+            st.caption(f"Left: median |error| per {color_label.lower()}; click a bar or a "
+                       "legend entry to highlight its rows on the right (grey band: ±15 %). "
+                       "Hover a point for the row.")
+    st.subheader("Error by hardware class and framework")
+    stats = stats_table(data["groups"], metric)
+    st.dataframe(stats, hide_index=True, column_config=PCT,
+                 height=min(560, 35 * (len(stats) + 1) + 3))
+    worst_cases(data, metric, int(n_worst))
 
-d1, d2, d3 = st.columns(3)
-with d1:
-    download_csv(pred, "validation_predictions.csv", "Predictions CSV", key="v_dl_csv")
-with d2:
-    download_json(json.dumps(data["summary"] | {"predictions": data["predictions"]}, indent=2,
-                             allow_nan=False, default=str).encode(),
-                  "validation_summary.json", "Summary JSON", key="v_dl_json")
-with d3:
-    st.download_button("Efficiency table (TOML)", data["table_toml"].encode(),
-                       "efficiency.toml", "application/toml", key="v_dl_toml",
-                       icon=":material/download:", on_click="ignore")
+
+def method(data: dict) -> None:
+    """The efficiency model, its fitted values and the per-framework profiles (expanders)."""
+    with st.expander("Method: the efficiency model" + (" (refitted on this data)"
+                                                       if fit == FITS[1] else "")):
+        st.subheader("The efficiency model" + (" (refitted on this data)" if fit == FITS[1]
+                                               else ""))
+        st.markdown(
+            "Estimated time per operator = max(FLOPs ÷ (peak × **compute**), (bytes + KV reads "
+            "× (1/**kv_read** − 1)) ÷ (bandwidth × **memory**)) + kernels × **kernel "
+            "overhead**. **memory**: fraction of peak DRAM bandwidth a weight-streaming kernel "
+            "reaches (memory technology); **kernel overhead**: fixed cost per kernel (launch, "
+            "sync, tail) — why small or quantised models reach a lower share of peak; "
+            "**kv_read**: decode attention reads the KV cache slower than weights stream — why "
+            "decode slows as the context grows; **compute**: fraction of the dense peak in "
+            "prefill GEMMs. Classes are fitted on llama.cpp rows; a framework profile scales "
+            "them. **Generic** = the class values alone (what every page uses by default).")
+        st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)
+        st.dataframe(pd.DataFrame(data["frameworks"]), hide_index=True)
+        cv = read_table().get("fit", {}).get("leave_one_device_out", {})
+        if cv and fit == FITS[0]:
+            st.caption("Leave-one-device-out (each device predicted by a fit without it), "
+                       "median |error|: " + " · ".join(f"{escape_md(k)} {fmt_pct(v, 1)}"
+                                                       for k, v in cv.items()))
+    scn, _ = try_scenario()
+    if scn is not None:
+        table = calibration.default_table()
+        rows = [{"profile": name, **{k: v for k, v in zip(
+            ("memory", "kernel overhead [µs]", "kv_read", "compute"),
+            (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute))}}
+            for name in ("generic",) + tuple(calibration.FRAMEWORKS)
+            for e in [table.efficiency_for(scn.hardware, name)]]
+        with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "
+                         "framework (`llmpara analyze --framework NAME`)"):
+            st.dataframe(pd.DataFrame(rows), hide_index=True)
+    if data["skipped"]:
+        with st.expander(f"Skipped rows ({len(data['skipped'])}): why each could not be "
+                         "mapped"):
+            st.dataframe(pd.DataFrame(data["skipped"]), hide_index=True)
+
+
+def downloads(data: dict) -> None:
+    pred = pd.DataFrame(data["predictions"])
+    d1, d2, d3 = st.columns(3)
+    with d1:
+        download_csv(pred, "validation_predictions.csv", "Predictions CSV", key="v_dl_csv")
+    with d2:
+        download_json(json.dumps(data["summary"] | {"predictions": data["predictions"]},
+                                 indent=2, allow_nan=False, default=str).encode(),
+                      "validation_summary.json", "Summary JSON", key="v_dl_json")
+    with d3:
+        st.download_button("Efficiency table (TOML)", data["table_toml"].encode(),
+                           "efficiency.toml", "application/toml", key="v_dl_toml",
+                           icon=":material/download:", on_click="ignore")
+
+
+if data is not None:
+    headline(data)
+    results(data)
+    method(data)
+    downloads(data)

@@ -48,7 +48,11 @@ def _catalogue(kind: str) -> tuple[PresetInfo, ...]:
     return tuple(infos)
 
 
+@functools.lru_cache(maxsize=None)
 def _index(kind: str) -> dict[str, PresetInfo]:
+    """Normalised slug / name / alias -> preset (built once per kind: the catalogue is cached
+    too; rebuilding it on every lookup cost ~2 s when the Validation page maps 456 rows).
+    Shared: callers only read it."""
     idx: dict[str, PresetInfo] = {}
     for info in _catalogue(kind):
         for key in (info.slug, info.name, *info.aliases):

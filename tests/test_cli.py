@@ -156,3 +156,76 @@ def test_module_entry_point_no_traceback():
                         "--hardware", "y", "--batch", "-1"], capture_output=True, text=True,
                        cwd=ROOT, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+
+
+# ---- the replaced tool's flags and console summary (reference-tool.md §8) -------------------
+
+def _json(*argv):
+    code, out, err = run(*argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_old_tool_flags_are_aliases():
+    ours = _json("analyze", "--model", "llama-3-8b", "--hardware", "nvidia-h100-sxm",
+                 "--prompt-len", "1024", "--batch", "2")
+    old = _json("analyze", "-m", "llama-3-8b", "-hw", "nvidia-h100-sxm", "--seq-len", "1024",
+                "--batch-size", "2", "--flash-attn")
+    short = _json("-m", "llama-3-8b", "-hw", "nvidia-h100-sxm", "-s", "1024", "-b", "2")
+    for d in (old, short):                         # no subcommand = analyze, as the old tool
+        assert d["ttft_s"] == ours["ttft_s"] and d["tpot_s"] == ours["tpot_s"]
+        assert d["scenario"]["workload"]["prompt_len"] == 1024
+    code, _, err = run("analyze", "-m", "llama-3-8b", "-hw", "h100", "--flash-attn",
+                       "--no-flash-attention")
+    assert code == 2 and "contradict" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("name, bits", [
+    ("fp32", (32, 32, 32, 32)), ("fp16", (16, 16, 16, 16)), ("int8", (8, 8, 8, 8)),
+    ("int4", (8, 4, 4, 4)), ("w4a8", (8, 4, 4, 8))])
+def test_old_tool_precision_names_keep_its_bit_widths(name, bits):
+    d = _json("-m", "llama-3-8b", "-hw", "nvidia-h100-sxm", "-q", name)
+    p = d["scenario"]["precision"]
+    assert (p["activation_bits"], p["weight_attn_bits"], p["weight_ffn_bits"],
+            p["kv_bits"]) == bits
+    assert p["weight_embed_bits"] == bits[1]          # the reference's w_a covers the embedding
+    assert d["kv_cache_bytes_per_token"] == 131_072 * bits[3] / 16
+
+
+def test_output_and_json_files(tmp_path):
+    csv_path, json_path = tmp_path / "ops.csv", tmp_path / "result.json"
+    code, out, err = run("-m", "llama-3-8b", "-hw", "nvidia-h100-sxm", "-o", str(csv_path),
+                         "--json", str(json_path))
+    assert code == 0, err
+    lines = csv_path.read_text(encoding="utf-8").splitlines()
+    d = json.loads(json_path.read_text(encoding="utf-8"))
+    assert len(lines) == 1 + len(d["operators"])
+    assert lines[0].startswith("phase,") or "phase" in lines[0].split(",")
+    code, _, err = run("-m", "llama-3-8b", "-hw", "h100", "--output", str(tmp_path / "no" / "x"))
+    assert code == 2 and err.startswith("llmpara: error: cannot write") and err.count("\n") == 1
+
+
+def test_list_flags_run_the_list_subcommands():
+    code, out, _ = run("--list-models", "--format", "json")
+    assert code == 0 and any(m["slug"] == "llama-3-8b" for m in json.loads(out))
+    code, out, _ = run("--list-hardware")
+    assert code == 0 and "nvidia-h100-sxm" in out
+
+
+def test_table_output_ends_with_the_old_tools_console_summary():
+    from llmpara_core.analysis import analyze
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.presets import load_hardware, load_model
+    from llmpara_core.workload import Workload
+    code, out, err = run("analyze", "-m", "llama-3-8b", "-hw", "nvidia-h100-sxm")
+    assert code == 0, err
+    summary = out[out.index("\nSummary\n"):]
+    r = analyze(load_model("llama-3-8b"), load_hardware("nvidia-h100-sxm"),
+                precision_preset("FP16"), Workload())
+    total = r.prefill.flops + r.decode_steps * r.decode.flops
+    assert f"{total / 1e12:.3g} TFLOP" in summary
+    assert f"{r.peak_flops_per_s / r.bandwidth_bytes_per_s:.4g} FLOP/B at peak" in summary
+    n_mem = sum(1 for x in r.decode.rows if x.bound == "memory")
+    assert f"decode: {n_mem} memory-bound, {len(r.decode.rows) - n_mem} compute-bound" in summary
+    top = summary.split("top-5 operators by FLOPs over the run:\n")[1].strip().splitlines()
+    assert len(top) == 5 and top[0].split()[:2] == ["prefill", "ffn_gate_up"]

@@ -43,7 +43,7 @@ def _derived(slug):
 
 @pytest.fixture(scope="module")
 def quick():
-    return _page()
+    return _page(ds_tdp="derived")
 
 
 def test_quick_scan_renders_the_cores_front(quick):
@@ -60,7 +60,7 @@ def test_quick_scan_renders_the_cores_front(quick):
 
 
 def test_url_settings_are_applied():
-    at = _page(ds_preset="Edge/Mobile", ds_method="Random", ds_n="2000", ds_seed="3",
+    at = _page(ds_preset="Edge/Mobile", ds_method="Random", ds_n="2000", ds_seed="3", ds_tdp="derived",
                ds_obj=[_label("tokens_per_s"), _label("price_usd")], model="llama-3.2-1b")
     assert not at.exception and not at.error
     assert at.selectbox(key="ds_preset").value == "edge-mobile"
@@ -77,7 +77,8 @@ def test_bad_link_values_warn_and_fall_back():
     text = " ".join(w.value for w in at.warning)
     for key in ("ds_preset", "ds_n", "ds_method", "ds_tdp"):
         assert key in text
-    assert _count(at, "Designs evaluated") == _derived("quick-scan").grid_size
+    # the default sweep covers all five axes (TDP and price swept), as the reference tool's
+    assert _count(at, "Designs evaluated") == dse_space.find_space("quick-scan").grid_size
 
 
 def test_edited_ranges_and_their_errors():
@@ -105,9 +106,14 @@ def test_swept_tdp_and_price_use_the_whole_reference_grid():
 
 
 def test_nsga_option_runs_and_shows_its_hypervolume_history():
-    at = _page(ds_preset="Datacenter GPU", ds_method="NSGA-II", ds_pop="16", ds_gen="3")
+    at = _page(ds_preset="Datacenter GPU", ds_method="NSGA-II", ds_pop="16", ds_gen="3",
+               ds_tdp="derived")
     assert not at.exception and not at.error
-    assert _count(at, "Designs evaluated") == 16
+    # every design of the 3 generations, not only the final population of 16 (defect 11)
+    from llmpara_core.dse.nsga import run_nsga
+    ctx, _ = _core(_derived("datacenter-gpu"), method="grid")
+    res = run_nsga(ctx, _derived("datacenter-gpu"), dse.DEFAULT_OBJECTIVES, 16, 3, 0)
+    assert _count(at, "Designs evaluated") == res.history[-1].evaluations > 16
     assert _metric(at, "Hypervolume") != "—"
     assert len(at.get("plotly_chart")) >= 3                      # + the hypervolume history
 
@@ -120,17 +126,18 @@ def _overview_matches(at, point):
     assert numbers["e2e_latency_s"] == pytest.approx(point["e2e_s"], rel=1e-9)
 
 
-@pytest.mark.parametrize("params, base", [({}, "custom-hardware"),
-                                           ({"ds_preset": "Datacenter GPU",
+@pytest.mark.parametrize("params, base", [({"ds_tdp": "derived"}, "custom-hardware"),
+                                           ({"ds_preset": "Datacenter GPU", "ds_tdp": "derived",
                                              "ds_method": "Latin hypercube", "ds_n": "500"},
                                             "nvidia-h100-sxm")])
 def test_a_front_design_opens_in_the_overview(params, base):
     at = _page(**params)
     at.sidebar.radio(key="_chart_image_format").set_value("svg").run()   # a sidebar widget
     at.selectbox(key="ds_pick").set_value(1).run()
-    kw = {"method": "lhs", "samples": 500} if params else {}
+    lhs = "ds_preset" in params
+    kw = {"method": "lhs", "samples": 500} if lhs else {}
     _, res = _core(_derived(dse_space.find_space(
-        "datacenter-gpu" if params else "quick-scan").slug), **kw)
+        "datacenter-gpu" if lhs else "quick-scan").slug), **kw)
     point = res.evaluation.point(int(res.front[1]))
     at.button(key="ds_open").click().run()                      # one click: on the Overview
     assert not at.exception
@@ -141,4 +148,56 @@ def test_a_front_design_opens_in_the_overview(params, base):
     assert at.sidebar.radio(key="_chart_image_format").value == "svg"   # sidebar state kept
     assert at.sidebar.number_input(key="prompt").value == 2048
     assert any(t.value == "Overview" for t in at.title)
+    opened = ss["_ds_opened_design"]              # the honest name, for the scenario label
+    assert opened["name"].startswith("Design #2 (from ") and opened["hardware"] == base
+    assert opened["overrides"]["bw"] == pytest.approx(point["bw_gbps"])
     _overview_matches(at, point)
+
+
+def test_bad_ranges_in_a_link_keep_the_page_the_warning_and_the_copy_link():
+    """Defect 9: a bad ``ds_ranges`` blanked the page (no link warnings, no Copy link)."""
+    at = _page(ds_edit="true", ds_ranges="peak = [1, 2\n")
+    assert not at.exception
+    assert any("ds_ranges" in e.value and "dropped" in e.value for e in at.error)
+    assert any("ds_ranges" in w.value for w in at.warning)        # the link warning
+    assert _count(at, "Designs evaluated") == dse_space.find_space("quick-scan").grid_size
+    assert any(b.label == "Open this design in the Overview" for b in at.button)
+    assert any(e.label == "Copy link" for e in at.sidebar.expander)
+
+
+def test_co2_region_drives_the_carbon_objective():
+    obj = [_label("tokens_per_s"), _label("gco2e_per_mtok")]
+    world = _page(ds_tdp="derived", ds_obj=obj)
+    iceland = _page(ds_tdp="derived", ds_obj=obj, ds_region="Iceland")
+    assert not iceland.exception and not iceland.error
+    assert iceland.selectbox(key="ds_region").value == "iceland"
+    col = _label("gco2e_per_mtok")
+    assert iceland.dataframe[-1].value[col].min() < world.dataframe[-1].value[col].min()
+
+
+def test_designs_are_numbered_in_the_picker(quick):
+    assert quick.selectbox(key="ds_pick").options[0].startswith("Design #1 · ")
+
+
+def test_opened_design_name_holds_only_while_the_overrides_are_the_designs():
+    from ui.opened_design import OPENED, opened_design_name
+    state = {OPENED: {"name": "Design #3 (from NVIDIA H100 SXM5 80GB)",
+                      "hardware": "nvidia-h100-sxm",
+                      "overrides": {"peak_fp16": 500.0, "bw": 4000.0, "cap": 108.0,
+                                    "tdp": 650.0, "price": 21000.0}}}
+    same = (("peak_fp16", 500.0), ("bw", 4000.0), ("cap", 108.0), ("tdp", 650.0),
+            ("price", 21000.0))
+    assert opened_design_name(state, "nvidia-h100-sxm", same).startswith("Design #3")
+    assert opened_design_name(state, "nvidia-a100-sxm-80gb", same) is None    # other base
+    assert opened_design_name(state, "nvidia-h100-sxm", same[:-1]) is None    # edited after
+    assert opened_design_name(state, "nvidia-h100-sxm", same + (("eff_memory", 0.5),)) is None
+    assert opened_design_name({}, "nvidia-h100-sxm", same) is None
+
+
+def test_sensitivity_multipliers_rerun_the_tornado(quick):
+    import json
+    at = quick
+    at.segmented_control(key="ds_span").set_value("× 0.25 / × 4").run()
+    assert not at.exception
+    tornado = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert {t["name"] for t in tornado["data"]} >= {"× 0.25", "× 4"}

@@ -219,3 +219,11 @@ def test_reference_claims_panel_states_the_corrected_figures():
     assert speed["per-tier, greedy"] == f"{sig(c.greedy_int4_speedup)}×"
     text = " ".join(m.value for m in at.markdown)
     assert "1.40 GB" in text and "Why not" in text
+
+
+def test_bad_pins_keep_the_page_and_the_copy_link():
+    bad = _page(mt_pins="garbage")
+    assert not bad.exception
+    assert any("were dropped" in e.value for e in bad.error)
+    assert any(e.label == "Copy link" for e in bad.sidebar.expander)
+    assert _metric(bad, "Tokens/s per sequence")          # placed without the pins

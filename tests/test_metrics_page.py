@@ -105,3 +105,45 @@ def test_energy_constant_overrides():
     at = _page(m_static="0", m_pjflop="0", m_pjbyte="0")
     assert not at.exception
     assert _number(_metric(at, "Energy / output token")) == 0
+
+
+def _log_span(axis: dict, values) -> float:
+    """Decades a log axis spans: its explicit range, else the data's range."""
+    import math
+    if axis.get("range"):
+        return abs(axis["range"][1] - axis["range"][0])
+    v = [x for x in values if isinstance(x, (int, float)) and x > 0]
+    return math.log10(max(v) / min(v))
+
+
+def test_energy_roofline_axis_spans_the_data_not_10_to_the_ridge(default_page):
+    """Defect: a vertical line at the time ridge (183 FLOP/B) drawn as a layout shape on a log
+    axis was read as 10^183 and stretched the axis over 220 decades."""
+    import json
+    at = default_page
+    at.segmented_control(key="m_view").set_value("Energy").run()
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert not fig["layout"].get("shapes")            # no log-axis shapes at all
+    xs = [x for tr in fig["data"] if isinstance(tr.get("x"), list) for x in tr["x"]]
+    assert _log_span(fig["layout"]["xaxis"], xs) <= 12
+    marker = [tr for tr in fig["data"] if "time ridge" in " ".join(tr.get("text") or [""])]
+    assert marker and 1 < marker[0]["x"][0] < 10_000  # the ridge, in FLOP/B, on the data's scale
+
+
+def test_cost_view_shows_tco_per_eflop_kwh_and_gflops_per_dollar(default_page):
+    at = default_page
+    at.segmented_control(key="m_view").set_value("Cost & carbon").run()
+    assert not at.exception
+    assert _metric(at, "TCO per EFLOP").startswith("$")
+    assert _number(_metric(at, "kWh / M output tokens")) > 0
+    assert _number(_metric(at, "GFLOPS / $")) > 0
+
+
+def test_operator_energy_controls_rerun_their_fragment():
+    import json
+    at = _page()
+    at.segmented_control(key="m_phase").set_value("prefill").run()
+    assert not at.exception
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [f["layout"].get("xaxis", {}).get("title", {}).get("text") for f in figs]
+    assert "J (prefill, whole batch)" in titles

@@ -122,3 +122,36 @@ def test_published_measurements_view_shows_the_comparison():
     assert len(rows) == len(P.load_tp_measurements().rows)
     assert {"T0005", "T0006", "T0007"} <= set(rows["row_id"])     # Llama-2-70B on A100s
     assert len(at.get("plotly_chart")) == 2                      # one chart per framework
+
+
+H100X8 = "8x NVIDIA H100 SXM5 80GB (NVLink)"
+
+
+def test_link_bandwidth_latency_and_topology_are_editable_and_in_the_link():
+    base = dict(model="llama-3.1-70b", sh_cluster=H100X8, sh_tp="8", batch="1")
+    preset = _page(**base)
+    slow = _page(**base, sh_linkbw="10", sh_linklat="50", sh_topo="ring")
+    for at in (preset, slow):
+        _clean(at, "links")
+    assert slow.number_input(key="sh_linkbw").value == pytest.approx(10)
+    assert slow.number_input(key="sh_linklat").value == pytest.approx(50)
+    assert slow.selectbox(key="sh_topo").value == "ring"
+    caption = " ".join(c.value for c in slow.caption).replace("\\", "")
+    assert "10.0 GB/s per device" in caption and "50.0 µs" in caption and "ring" in caption
+    assert float(_metric(slow, "TPOT").split()[0]) > float(_metric(preset, "TPOT").split()[0])
+    bad = _page(**base, sh_linkbw="-3", sh_topo="hypercube")
+    assert not bad.exception
+    text = " ".join(w.value for w in bad.warning)
+    assert "sh_linkbw" in text and "sh_topo" in text
+
+
+def test_scaling_chart_is_log_log_and_efficiency_is_a_percentage():
+    import json
+    at = _page(model="llama-3.1-70b", sh_cluster=H100X8, sh_view="Scaling")
+    _clean(at, "scaling")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    speed, eff = figs[0]["layout"], figs[1]["layout"]
+    assert speed["xaxis"]["type"] == "log" and speed["yaxis"]["type"] == "log"  # ideal = diagonal
+    assert speed["xaxis"]["ticktext"][:4] == ["1", "2", "4", "8"]
+    assert eff["yaxis"]["ticksuffix"] == " %" and eff["yaxis"]["range"][0] == 0
+    assert "yaxis2" not in speed                    # no second axis under the legend

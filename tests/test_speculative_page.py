@@ -48,7 +48,7 @@ def test_default_page_renders(default_page):
     assert _speedup(at) > 1
     assert float(_metric(at, "E tokens / step")) == pytest.approx(
         (1 - 0.8 ** 5) / (1 - 0.8), abs=0.01)                   # gamma 4, alpha 0.8
-    assert len(at.get("plotly_chart")) == 2                     # speedup vs gamma, heat map
+    assert len(at.get("plotly_chart")) == 3     # speedup vs gamma, E[tokens] vs gamma, heat map
     assert any("heat map" in h.value for h in at.subheader)
     assert not at.warning                                       # matching tokenizer
 
@@ -159,3 +159,48 @@ def test_acceptance_modes_and_bad_inputs():
     zero = _page(sp_gamma="0")
     _clean(zero)
     assert _speedup(zero) == pytest.approx(1.0)
+
+
+def test_target_is_selectable_on_the_page_and_defaults_to_the_sidebar_model(default_page):
+    assert default_page.selectbox(key="sp_target").value == "sidebar"
+    at = _page(sp_target=model_label("llama-3.1-70b"))
+    _clean(at)
+    assert at.selectbox(key="sp_target").value == "llama-3.1-70b"
+    assert any("Llama-3.1 70B" in c.value.replace("\\", "") for c in at.caption)
+    # a bigger target on the same device: slower plain decoding, the draft matters less
+    assert _speedup(at) != _speedup(default_page)
+    bad = _page(sp_target="Nope")
+    assert not bad.exception
+    assert any("sp_target" in w.value for w in bad.warning)
+
+
+def test_expected_tokens_chart_follows_the_closed_form(default_page):
+    at = default_page
+    at.segmented_control(key="sp_view").set_value("Speedup").run()
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    e_fig = next(f for f in figs if "E[tokens" in json.dumps(f["layout"]))
+    curve = next(t for t in e_fig["data"] if t.get("name") == "α = 0.8")
+    for g, e in zip(curve["x"], curve["y"]):
+        assert e == pytest.approx((1 - 0.8 ** (g + 1)) / 0.2, rel=1e-9)
+
+
+def test_batch_charts_have_readable_axes(default_page):
+    """Defect: the secondary log axis read "9, 1, 2, 4, 6, 1,042.633" and the sidebar-batch
+    line was a log-axis shape (at 10^batch)."""
+    at = default_page
+    at.segmented_control(key="sp_view").set_value("Batch").run()
+    _clean(at)
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(figs) == 2
+    for f in figs:
+        lay = f["layout"]
+        assert "yaxis2" not in lay and not lay.get("shapes")
+        assert lay["xaxis"]["ticktext"][:3] == ["1", "2", "4"]
+    assert figs[1]["layout"]["yaxis"]["dtick"] == 1          # decades only on the log axis
+
+
+def test_bad_rates_keep_the_link_warnings_and_copy_link():
+    at = _page(sp_acc="Per-position rates", sp_rates="0.9, nope")
+    assert not at.exception
+    assert any("Acceptance per position" in e.value for e in at.error)
+    assert any(e.label == "Copy link" for e in at.sidebar.expander)

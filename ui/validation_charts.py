@@ -21,6 +21,19 @@ def _hover(df: pd.DataFrame, col: str) -> list[str]:
             f"({getattr(r, col) / r.measured - 1:+.0%})" for r in df.itertuples()]
 
 
+def log_ticks(lo: float, hi: float, most: int = 12) -> list[float]:
+    """Tick values of a log axis over [lo, hi]: 1-2-5 steps, or decades only when that would
+    give more than ``most`` ticks (Plotly's own minor labels overlap on short log ranges)."""
+    if not (lo > 0 and hi > lo):
+        return []
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for steps in ((1, 2, 5), (1,)):
+        ticks = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in steps if lo <= m * 10.0 ** k <= hi]
+        if len(ticks) <= most:
+            return ticks
+    return [10.0 ** k for k in range(k0, k1 + 1, max(1, (k1 - k0) // most + 1))]
+
+
 def scatter(df: pd.DataFrame, metric: str, color_by: str, show_ideal: bool) -> go.Figure:
     """``df``: prediction rows of one metric (``validation_summary.prediction_row``)."""
     fig = go.Figure()
@@ -48,10 +61,48 @@ def scatter(df: pd.DataFrame, metric: str, color_by: str, show_ideal: bool) -> g
             marker=dict(color=PALETTE[i % len(PALETTE)], size=8, line=dict(width=0)),
             hovertext=_hover(sub, "estimated"), hoverinfo="text"))
     unit = UNITS[metric]
-    fig.update_xaxes(type="log", title=f"measured [{unit}]", range=[math.log10(lo),
-                                                                     math.log10(hi)])
-    fig.update_yaxes(type="log", title=f"predicted [{unit}]", range=[math.log10(lo),
-                                                                      math.log10(hi)])
+    ticks = log_ticks(lo, hi)
+    for upd, title in ((fig.update_xaxes, f"measured [{unit}]"),
+                       (fig.update_yaxes, f"predicted [{unit}]")):
+        upd(type="log", title=title, range=[math.log10(lo), math.log10(hi)], tickvals=ticks,
+            ticktext=[f"{t:,.4g}" for t in ticks])
     fig.update_layout(height=560, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(groupclick="toggleitem"))
     return fig
+
+
+def error_explorer(df: pd.DataFrame, color_by: str, metric: str):
+    """Altair: median |error| per group (bars) linked to every row's error against the measured
+    value (points). Clicking a bar (or its legend entry) highlights that group's rows; errors are
+    fractions (``prediction_row``), shown as percentages."""
+    import altair as alt
+
+    data = df[["row_id", "model", "hardware", "framework", "quant", "measured", "estimated",
+               "error", color_by]].copy()
+    data["abs_error"] = data["error"].abs()
+    data["group"] = data[color_by].astype(str)
+    pick = alt.selection_point(fields=["group"], bind="legend")
+    color = alt.Color("group:N", title=color_by, scale=alt.Scale(range=list(PALETTE)))
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("group:N", title=None, sort="-x"),
+        x=alt.X("median(abs_error):Q", title="median |error|", axis=alt.Axis(format="%")),
+        color=color, opacity=alt.condition(pick, alt.value(1.0), alt.value(0.25)),
+        tooltip=[alt.Tooltip("group:N", title=color_by),
+                 alt.Tooltip("median(abs_error):Q", title="median |error|", format=".1%"),
+                 alt.Tooltip("count():Q", title="rows")],
+    ).add_params(pick).properties(width=220, height=alt.Step(22))
+    points = alt.Chart(data).mark_circle(size=55).encode(
+        x=alt.X("measured:Q", title=f"measured [{UNITS[metric]}]", scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=log_ticks(float(data["measured"].min()),
+                                               float(data["measured"].max()), 8),
+                              format="~s")),
+        y=alt.Y("error:Q", title="error (predicted / measured − 1)", axis=alt.Axis(format="%")),
+        color=color, opacity=alt.condition(pick, alt.value(0.9), alt.value(0.08)),
+        tooltip=["row_id", "model", "hardware", "framework", "quant",
+                 alt.Tooltip("measured:Q", format=".4g"), alt.Tooltip("estimated:Q", format=".4g"),
+                 alt.Tooltip("error:Q", format="+.1%")],
+    ).properties(width=440, height=320)
+    band = alt.Chart(pd.DataFrame({"lo": [-BAND], "hi": [BAND]})).mark_rect(
+        opacity=0.12, color="#8C8C8C").encode(
+        y=alt.Y("lo:Q", title="error (predicted / measured − 1)"), y2="hi:Q")
+    return alt.hconcat(bars, band + points).resolve_scale(color="shared")

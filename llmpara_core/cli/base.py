@@ -16,7 +16,8 @@ import sys
 
 from .. import __version__
 from ..errors import ConfigError, LLMParaError
-from ..precision import DType, Precision, precision_preset
+from ..precision import DType, Precision
+from .compat import console_summary, old_tool_argv, precision_by_name
 from ..workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
@@ -99,24 +100,30 @@ def add_output_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_hw_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> None:
-    p.add_argument(model_flag, required=True, dest="model",
+    flags = ("-m", model_flag) if model_flag == "--model" else (model_flag,)
+    p.add_argument(*flags, required=True, dest="model",
                    help="model preset name or path to a Hugging Face config.json")
-    p.add_argument("--hardware", required=True,
+    p.add_argument("-hw", "--hardware", required=True,
                    help="hardware preset name or path to a hardware TOML file")
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=positive_int, default=1)
-    p.add_argument("--prompt-len", type=nonneg_int, default=2048)
+    p.add_argument("-b", "--batch", "--batch-size", type=positive_int, default=1,
+                   dest="batch", help="sequences decoded together")
+    p.add_argument("-s", "--prompt-len", "--seq-len", type=nonneg_int, default=2048,
+                   dest="prompt_len", help="prompt tokens (--seq-len: the reference tool's name)")
     p.add_argument("--gen-len", type=nonneg_int, default=256)
     p.add_argument("--no-flash-attention", action="store_true",
                    help="materialise the attention score matrix")
+    p.add_argument("--flash-attn", action="store_true",
+                   help="FlashAttention (the default here; accepted for the reference tool)")
 
 
 def add_precision_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--precision", default="FP16",
+    p.add_argument("-q", "--precision", "--quant", default="FP16", dest="precision",
                    help="precision preset (FP16, BF16, FP32, FP8, W8A8, W8A16, W4A16, W4A8, "
-                        "Q8_0, Q4_0, Q4_K_M, 'BitNet 1.58'); the bit flags override it")
+                        "Q8_0, Q4_0, Q4_K_M, 'BitNet 1.58', or the reference tool's fp32, "
+                        "fp16, int8, int4, w4a8); the bit flags override it")
     p.add_argument("--weight-bits", type=bits, help="bits of every weight tensor")
     p.add_argument("--act-bits", type=bits, help="activation bits")
     p.add_argument("--kv-bits", type=bits, help="KV cache bits")
@@ -125,7 +132,7 @@ def add_precision_args(p: argparse.ArgumentParser) -> None:
 
 
 def precision_from_args(args) -> Precision:
-    base = precision_preset(args.precision)
+    base = precision_by_name(args.precision)
     changes = {}
     if args.weight_bits is not None:
         changes.update(weight_attn_bits=args.weight_bits, weight_ffn_bits=args.weight_bits,
@@ -143,6 +150,8 @@ def precision_from_args(args) -> Precision:
 
 
 def workload_from_args(args) -> Workload:
+    if args.flash_attn and args.no_flash_attention:
+        raise UsageError("--flash-attn and --no-flash-attention contradict each other")
     return Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
                     flash_attention=not args.no_flash_attention)
 
@@ -224,10 +233,15 @@ def _cmd_analyze(args) -> None:
     d["framework"] = framework
     for hook in ANALYZE_HOOKS:
         d.update(hook(report, args))
+    rows = [row_to_dict(r) for r in report.prefill.rows + report.decode.rows]
+    if args.output:
+        _write(args.output, lambda f: emit(None, "csv", rows, out=f))
+    if args.json:
+        _write(args.json, lambda f: emit(d, "json", out=f))
     if args.format == "json":
         emit(d, "json")
     elif args.format == "csv":
-        emit(None, "csv", [row_to_dict(r) for r in report.prefill.rows + report.decode.rows])
+        emit(None, "csv", rows)
     else:
         summary = {k: v for k, v in d.items()
                    if not isinstance(v, (dict, list)) and k != "schema_version"}
@@ -235,6 +249,16 @@ def _cmd_analyze(args) -> None:
         emit(None, "table", [{"quantity": k, "value": v} for k, v in summary.items()])
         for note in report.notes:
             print(f"note: {note}")
+        print("\n".join(console_summary(report)))
+
+
+def _write(path: str, write) -> None:
+    """Write a file (``--output`` / ``--json``); an unwritable path is a usage error."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            write(f)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _framework_efficiency(hw, name: str | None):
@@ -266,6 +290,9 @@ def build_parser() -> _Parser:
     add_model_hw_args(a)
     add_workload_args(a)
     add_precision_args(a)
+    a.add_argument("-o", "--output", metavar="FILE",
+                   help="also write the operator rows as CSV to FILE (the reference tool's -o)")
+    a.add_argument("--json", metavar="FILE", help="also write the JSON result to FILE")
     a.add_argument("--framework", help="efficiency profile of an inference stack: llama.cpp, "
                                        "gpt-fast, vllm, tensorrt-llm, mlc, exllamav2, mlx "
                                        "(default: the hardware class's generic profile)")
@@ -281,7 +308,7 @@ def build_parser() -> _Parser:
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(old_tool_argv(sys.argv[1:] if argv is None else list(argv)))
         args.func(args)
         return 0
     except UsageError as e:

@@ -26,7 +26,8 @@ from ..errors import ConfigError, LLMParaError, require_float
 from ..hardware import Hardware
 from ..model import Model
 from ..precision import Precision
-from ..units import FLOPS_PER_GFLOP, HOURS_PER_YEAR, S_PER_HOUR, TOKENS_PER_MILLION
+from ..units import (FLOPS_PER_EFLOP, FLOPS_PER_GFLOP, HOURS_PER_YEAR, J_PER_KWH, S_PER_HOUR,
+                     TOKENS_PER_MILLION)
 from ..workload import Workload
 
 
@@ -222,6 +223,42 @@ def scenario_metrics(report: Report, settings: MetricsSettings | None = None,
         notes.append(f"the scenario does not fit in {hw.name}'s memory "
                      f"({report.memory.total_bytes / 1e9:.1f} GB needed)")
     return ScenarioMetrics(e, t, c, s, report.memory.fits, tuple(notes))
+
+
+@dataclass(frozen=True)
+class CostEfficiency:
+    """Figures beside $/Mtok (the reference tool's TCO cards), for the scenario's workload.
+
+    ``kwh_per_million_tokens``: facility energy (device energy x PUE) per million output
+    tokens [kWh]. ``usd_per_eflop``: TCO per busy hour / FLOPs executed per busy hour x 10^18
+    [USD per 10^18 FLOPs of this workload] (the reference priced a *peak* EFLOP; here the
+    workload's achieved FLOP/s enters). ``gflops_per_usd_peak``: peak GFLOP/s of the scenario's
+    compute type per USD of device price; ``..._achieved``: the run's average GFLOP/s per USD.
+    None = unknown (no price, no output tokens)."""
+    kwh_per_million_tokens: float | None
+    achieved_flops_per_s: float
+    usd_per_eflop: float | None
+    gflops_per_usd_peak: float | None
+    gflops_per_usd_achieved: float | None
+
+
+def cost_efficiency(report: Report, m: ScenarioMetrics) -> CostEfficiency:
+    """:class:`CostEfficiency` of a scenario from its report and :func:`scenario_metrics`."""
+    e, t = m.energy, m.tco
+    run_flops = (sum(o.flops for o in e.prefill)
+                 + e.decode_steps * sum(o.flops for o in e.decode))
+    achieved = run_flops / e.total_time_s if e.total_time_s > 0 else 0.0
+    j_tok = e.j_per_output_token
+    kwh = None if j_tok is None else j_tok * m.settings.pue * TOKENS_PER_MILLION / J_PER_KWH
+    busy = (None if t.capex_usd_per_busy_hour is None
+            else t.capex_usd_per_busy_hour + t.electricity_usd_per_busy_hour)
+    per_eflop = (None if busy is None or achieved <= 0
+                 else busy / (achieved * S_PER_HOUR) * FLOPS_PER_EFLOP)
+    price = t.price_usd
+    peak_g = report.peak_flops_per_s / FLOPS_PER_GFLOP
+    return CostEfficiency(kwh, achieved, per_eflop,
+                          None if not price else peak_g / price,
+                          None if not price else achieved / FLOPS_PER_GFLOP / price)
 
 
 def metrics_to_dict(m: ScenarioMetrics) -> dict:

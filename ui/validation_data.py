@@ -1,0 +1,111 @@
+"""What the Validation page shows, as plain JSON-able data computed by the core, and a
+precomputed copy of its default view (shipped measurements, shipped fit).
+
+Predicting the 456 shipped rows takes ~2-3 s; a fresh server would spend it on its first
+visitor. ``precomputed()`` returns the stored copy only when ``inputs_digest()`` — a SHA-256 of
+every file the result can depend on (the core's code, the presets and tables, this module) —
+equals the digest stored with it; otherwise the page computes live (same numbers, slower).
+Regenerate after changing any of those files:
+
+    PYTHONPATH=$PWD python -m ui.validation_data
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from llmpara_core import calibration
+from llmpara_core.calibration import fitting, measurements as validation
+from llmpara_core.calibration import summary as vs
+from llmpara_core.errors import ConfigError
+from llmpara_core.units import S_PER_US
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(__file__).resolve().parent / "precomputed" / "validation_default.json"
+INPUTS = ("llmpara_core/**/*.py", "presets/**/*.toml", "presets/**/*.csv",
+          "ui/validation_data.py")
+
+
+def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
+    """Everything the page shows (raises the core's ConfigError). ``source``: "Shipped",
+    "Uploaded" or "Both"."""
+    rows, skipped = ([], []) if source == "Uploaded" else validation.read_measurements()
+    if upload is not None and source != "Shipped":
+        more, more_skipped = validation.read_measurements(upload)
+        rows, skipped = rows + more, skipped + more_skipped
+    mapped, skipped = validation.map_all(rows, skipped)
+    if not mapped:
+        raise ConfigError(f"no row could be mapped to a scenario ({len(skipped)} skipped"
+                          + (f"; first reason: {skipped[0].reason}" if skipped else "") + ")")
+    table = calibration.default_table()
+    if refit:
+        table = fitting.fit_table(mapped, table, frameworks=refit_frameworks)
+    preds, bad = validation.predict_all(mapped, table)
+    fitted = set(fitting.fitted_classes(table))
+    summary = vs.summarize(preds, skipped + bad, worst=len(preds), fitted_classes=fitted)
+    return {"predictions": [vs.prediction_row(p) for p in preds],
+            "groups": [vs.group_row(g) for g in summary.groups],
+            "worst": [vs.prediction_row(w.prediction) | {"why": "; ".join(w.reasons)}
+                      for w in summary.worst],
+            "skipped": [vs.skipped_row(s) for s in summary.skipped],
+            "summary": vs.summary_dict(summary) | {"refit": refit},
+            "classes": _class_rows(table), "frameworks": _framework_rows(table),
+            "table_toml": calibration.table_to_toml(table),
+            "headline_median_abs": summary.headline.median_abs}
+
+
+def _class_rows(table) -> list[dict]:
+    return [{"class": c.value, "memory (of peak BW)": e.memory,
+             "kernel overhead [µs]": e.kernel_overhead_s / S_PER_US,
+             "kv_read (of achieved BW)": e.kv_read, "compute (of dense peak)": e.compute,
+             "rows fitted": int(table.class_rows.get(c, 0)),
+             "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}
+            for c, e in table.classes.items()]
+
+
+def _framework_rows(table) -> list[dict]:
+    return [{"framework": name, "memory ×": p.memory_scale, "overhead ×": p.overhead_scale,
+             "compute ×": p.compute_scale, "rows": p.rows, "note": p.note}
+            for name, p in table.frameworks.items()]
+
+
+def inputs_digest() -> str:
+    """SHA-256 over the path and bytes of every input file (see ``INPUTS``)."""
+    h = hashlib.sha256()
+    for pattern in INPUTS:
+        for p in sorted(ROOT.glob(pattern)):
+            h.update(p.relative_to(ROOT).as_posix().encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def normalised(result: dict) -> dict:
+    """``result`` as it reads back from JSON (tuples -> lists), for comparisons."""
+    return json.loads(json.dumps(result, default=str))
+
+
+def precomputed() -> dict | None:
+    """The stored default result if it was computed from exactly these inputs, else None."""
+    try:
+        data = json.loads(CACHE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("result") if data.get("digest") == inputs_digest() else None
+
+
+def default_result() -> dict:
+    """The default view's data: the precomputed copy when fresh, else computed now."""
+    return precomputed() or normalised(compute(None, "Shipped", False, False))
+
+
+def write_precomputed() -> Path:
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    data = {"digest": inputs_digest(), "result": compute(None, "Shipped", False, False)}
+    CACHE.write_text(json.dumps(data, default=str, separators=(",", ":")), encoding="utf-8")
+    return CACHE
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_precomputed()}")

@@ -158,10 +158,12 @@ def _qps(notes: str) -> float | None:
     return float(m.group(1))
 
 
-def rate_points(path: str | Path, requests: int = RATE_REQUESTS) -> tuple[RatePoint, ...]:
+def rate_points(path: str | Path, requests: int = RATE_REQUESTS,
+                rates: tuple | None = None) -> tuple[RatePoint, ...]:
     """Group the rate rows by setup and simulate each (TensorRT-LLM profile for the Triton
     table, vLLM profile for the SGLang and vLLM rows; ShareGPT lengths lognormal with the mean
-    output length implied by the max-load rows and an assumed mean prompt length)."""
+    output length implied by the max-load rows and an assumed mean prompt length). ``rates``
+    keeps only setups at those request rates (None in it = max load)."""
     groups: dict[tuple, dict] = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
@@ -171,7 +173,8 @@ def rate_points(path: str | Path, requests: int = RATE_REQUESTS) -> tuple[RatePo
                    r["row_id"] if "Triton" in r["framework"] else "")
             groups.setdefault(key[:7], {})[r["metric"]] = float(r["value"])
     sharegpt_osl = _sharegpt_mean_osl(groups)
-    return tuple(_rate_point(k, v, sharegpt_osl, requests) for k, v in groups.items())
+    return tuple(_rate_point(k, v, sharegpt_osl, requests) for k, v in groups.items()
+                 if rates is None or k[6] in rates)
 
 
 def _sharegpt_mean_osl(groups) -> dict:

@@ -11,11 +11,14 @@ from .report import (Percentiles, RateSearch, ServeSummary, Slo, max_rate_meetin
                      per_request, replicas_for_rate, steady_state_output_tokens_per_s,
                      summarize)
 from .requests import ARRIVALS, LENGTHS, RequestSpec, draw
+from .sweeps import (FrontierPoint, LoadCurve, LoadPoint, SweepPoint, evaluate_point, frontier,
+                     load_curve, run_sweep)
 
 __all__ = [
     "ServeStudy", "serve", "IterationCost", "FRAMEWORK_DEFAULTS", "GENERIC_DEFAULTS",
     "POLICIES", "EngineConfig", "SimResult", "framework_defaults", "kv_capacity_tokens",
     "simulate", "Percentiles", "RateSearch", "ServeSummary", "Slo", "max_rate_meeting_slo",
     "meets", "per_request", "replicas_for_rate", "steady_state_output_tokens_per_s",
-    "summarize", "ARRIVALS", "LENGTHS", "RequestSpec", "draw",
+    "summarize", "ARRIVALS", "LENGTHS", "RequestSpec", "draw", "FrontierPoint", "LoadCurve",
+    "LoadPoint", "SweepPoint", "evaluate_point", "frontier", "load_curve", "run_sweep",
 ]

@@ -16,6 +16,7 @@ from .engine import EngineConfig, SimResult, simulate
 from .report import (RateSearch, ServeSummary, Slo, max_rate_meeting_slo, replicas_for_rate,
                      steady_state_output_tokens_per_s, summarize)
 from .requests import RequestSpec
+from .sweeps import LoadCurve, load_curve
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class ServeStudy:
     target_rate: float | None
     replicas: int | None
     closed_form_output_tokens_per_s: float | None
+    curve: LoadCurve | None = None
 
     @property
     def gpus_for_target(self) -> int | None:
@@ -43,14 +45,19 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
           config: EngineConfig, plan: ParallelPlan | None = None,
           efficiency: Efficiency | None = None, slo: Slo | None = None,
           target_rate: float | None = None, settings: MetricsSettings | None = None,
-          flash_attention: bool = True, search: bool = True, progress=None) -> ServeStudy:
+          flash_attention: bool = True, search: bool = True, curve_points: int = 0,
+          progress=None) -> ServeStudy:
     """Simulate ``spec`` on one replica of ``plan`` and summarise it; with an SLO, also find
     the largest request rate meeting it (``search``); with ``target_rate`` [requests/s], the
-    replicas needed (at the SLO rate if there is an SLO, else at the max-load rate)."""
+    replicas needed (at the SLO rate if there is an SLO, else at the max-load rate); with
+    ``curve_points`` > 0, latency against load at that many rates."""
     plan = plan or ParallelPlan()
     cost = IterationCost(model, hardware, precision, plan, efficiency, flash_attention)
-    step = (lambda f: progress(f * 0.3)) if progress else None     # noqa: E731
-    res = simulate(cost, config, spec, step)
+    share = (0.3, 0.4, 0.3) if curve_points else (0.3, 0.7, 0.0)
+
+    def part(lo: float, width: float):
+        return (lambda f: progress(lo + width * f)) if progress else None   # noqa: E731
+    res = simulate(cost, config, spec, part(0.0, share[0]))
     summ = summarize(res, cost, slo, settings)
     if spec.arrival == "max-load":
         sat = summ.requests_per_s
@@ -59,8 +66,7 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
         sat = len(sat_res.osl) / sat_res.makespan_s
     found = None
     if slo is not None and search:
-        step = (lambda f: progress(0.3 + 0.7 * f)) if progress else None   # noqa: E731
-        found = max_rate_meeting_slo(cost, config, spec, slo, sat, step)
+        found = max_rate_meeting_slo(cost, config, spec, slo, sat, part(share[0], share[1]))
     reps = None
     if target_rate is not None:
         per = found.max_rate if found is not None else sat
@@ -71,6 +77,11 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
     closed = None
     if spec.lengths == "fixed":
         closed = steady_state_output_tokens_per_s(cost, config, spec.isl, spec.osl)[0]
+    curve = None
+    if curve_points:
+        curve = load_curve(cost, config, spec, sat, curve_points, slo,
+                           part(share[0] + share[1], share[2]))
     if progress:
         progress(1.0)
-    return ServeStudy(summ, res, cost, config, spec, slo, sat, found, target_rate, reps, closed)
+    return ServeStudy(summ, res, cost, config, spec, slo, sat, found, target_rate, reps, closed,
+                      curve)

@@ -8,14 +8,12 @@ Example::
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, replace
 
 from .base import (add_model_hw_args, add_output_args, add_precision_args, emit, nonneg_int,
                    number_in, positive_int, precision_from_args)
 from ..errors import ConfigError
 from ..serving import (ARRIVALS, LENGTHS, POLICIES, EngineConfig, RequestSpec, Slo,
-                       framework_defaults, serve)
+                       engine_config, serve, study_to_dict)
 
 _MAX_TP = 65536
 
@@ -70,17 +68,12 @@ def register(subparsers) -> None:
     p.set_defaults(func=_cmd_serve)
 
 
-def engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
-    """The framework's defaults with the flags given on top; (config, source of defaults)."""
-    d = framework_defaults(framework)
-    ch = {k: v for k, v in (("max_batch", args.max_batch), ("max_num_tokens", args.max_num_tokens),
-                            ("block_size", args.block_size),
-                            ("kv_memory_fraction", args.kv_memory_fraction),
-                            ("policy", args.kv_policy)) if v is not None}
-    if args.chunked_prefill is not None:
-        ch["chunked_prefill"] = args.chunked_prefill == "on"
-    ch["prefix_hit_rate"] = args.prefix_hit_rate
-    return replace(d.config, **ch), d.source
+def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
+    chunked = None if args.chunked_prefill is None else args.chunked_prefill == "on"
+    return engine_config(framework, max_batch=args.max_batch,
+                         max_num_tokens=args.max_num_tokens, chunked_prefill=chunked,
+                         block_size=args.block_size, kv_memory_fraction=args.kv_memory_fraction,
+                         policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate)
 
 
 def _cmd_serve(args) -> None:
@@ -95,7 +88,7 @@ def _cmd_serve(args) -> None:
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3,
                                                      args.slo_tpot_ms / 1e3,
                                                      args.slo_percentile)
-    cfg, source = engine_config(args, fw)
+    cfg, source = _engine_config(args, fw)
     spec = RequestSpec(isl=args.isl, osl=args.osl,
                        arrival="max-load" if args.max_load else args.arrival, rate=args.rate,
                        burstiness=args.burstiness, requests=args.requests,
@@ -111,52 +104,3 @@ def _cmd_serve(args) -> None:
     for k in ("ttft_s", "tpot_s", "e2e_s"):
         flat.update({f"{k}.{q}": v for q, v in d[k].items()})
     emit(None, args.format, [{"quantity": k, "value": v} for k, v in flat.items()])
-
-
-def study_to_dict(st, framework: str, defaults_source: str) -> dict:
-    """JSON-ready dict (SI units) of a ServeStudy; the CLI contract's keys at the top level."""
-    s = st.summary
-    out = {
-        "model": st.cost.model.name, "hardware": st.cost.hardware.name,
-        "plan": st.cost.plan.label, "framework": framework,
-        "output_tokens_per_s": s.output_tokens_per_s,
-        "output_tokens_per_s_per_gpu": s.output_tokens_per_s_per_gpu,
-        "requests_per_s": s.requests_per_s,
-        "mean_running_batch": s.mean_running_batch,
-        "mean_requests_in_system": s.mean_requests_in_system,
-        "mean_kv_cache_use": s.mean_kv_use,
-        "ttft_s": _pct(s.ttft_s), "tpot_s": _pct(s.tpot_s), "e2e_s": _pct(s.e2e_s),
-        "kv_cache_capacity_tokens": s.kv_capacity_tokens,
-        "preemptions": s.preemptions,
-        "goodput_requests_per_s": s.goodput_requests_per_s,
-        "slo_met": s.slo_met,
-        "gpus": s.gpus,
-        "makespan_s": s.makespan_s,
-        "iterations": s.iterations,
-        "saturation_requests_per_s": st.saturation_requests_per_s,
-        "closed_form_output_tokens_per_s": st.closed_form_output_tokens_per_s,
-        "energy_j_per_token": _f(s.energy_j_per_token),
-        "avg_power_w_per_gpu": _f(s.avg_power_w_per_gpu),
-        "usd_per_million_tokens": _f(s.usd_per_million_tokens),
-        "engine": {**asdict(st.config), "defaults_source": defaults_source},
-        "requests": asdict(st.spec),
-        "notes": list(s.notes),
-    }
-    if st.slo is not None:
-        out["slo"] = asdict(st.slo)
-        if st.search is not None:
-            out["max_rate_meeting_slo_requests_per_s"] = st.search.max_rate
-            out["slo_search"] = [{"rate": r, "ttft_s": _f(a), "tpot_s": _f(b), "met": m}
-                                 for r, a, b, m in st.search.points]
-    if st.target_rate is not None:
-        out.update(target_rate_requests_per_s=st.target_rate, replicas=st.replicas,
-                   gpus_for_target=st.gpus_for_target)
-    return out
-
-
-def _f(v):
-    return None if v is None or not math.isfinite(v) else float(v)
-
-
-def _pct(p) -> dict:
-    return {k: _f(v) for k, v in asdict(p).items()}

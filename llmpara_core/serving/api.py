@@ -3,7 +3,8 @@ optionally search the largest rate meeting an SLO and size a fleet for a target 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import asdict, dataclass, replace
 
 from ..errors import ConfigError
 from ..hardware import Efficiency, Hardware
@@ -85,3 +86,52 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
         progress(1.0)
     return ServeStudy(summ, res, cost, config, spec, slo, sat, found, target_rate, reps, closed,
                       curve)
+
+
+def study_to_dict(st, framework: str, defaults_source: str) -> dict:
+    """JSON-ready dict (SI units) of a ServeStudy; the CLI contract's keys at the top level."""
+    s = st.summary
+    out = {
+        "model": st.cost.model.name, "hardware": st.cost.hardware.name,
+        "plan": st.cost.plan.label, "framework": framework,
+        "output_tokens_per_s": s.output_tokens_per_s,
+        "output_tokens_per_s_per_gpu": s.output_tokens_per_s_per_gpu,
+        "requests_per_s": s.requests_per_s,
+        "mean_running_batch": s.mean_running_batch,
+        "mean_requests_in_system": s.mean_requests_in_system,
+        "mean_kv_cache_use": s.mean_kv_use,
+        "ttft_s": _pct(s.ttft_s), "tpot_s": _pct(s.tpot_s), "e2e_s": _pct(s.e2e_s),
+        "kv_cache_capacity_tokens": s.kv_capacity_tokens,
+        "preemptions": s.preemptions,
+        "goodput_requests_per_s": s.goodput_requests_per_s,
+        "slo_met": s.slo_met,
+        "gpus": s.gpus,
+        "makespan_s": s.makespan_s,
+        "iterations": s.iterations,
+        "saturation_requests_per_s": st.saturation_requests_per_s,
+        "closed_form_output_tokens_per_s": st.closed_form_output_tokens_per_s,
+        "energy_j_per_token": _f(s.energy_j_per_token),
+        "avg_power_w_per_gpu": _f(s.avg_power_w_per_gpu),
+        "usd_per_million_tokens": _f(s.usd_per_million_tokens),
+        "engine": {**asdict(st.config), "defaults_source": defaults_source},
+        "requests": asdict(st.spec),
+        "notes": list(s.notes),
+    }
+    if st.slo is not None:
+        out["slo"] = asdict(st.slo)
+        if st.search is not None:
+            out["max_rate_meeting_slo_requests_per_s"] = st.search.max_rate
+            out["slo_search"] = [{"rate": r, "ttft_s": _f(a), "tpot_s": _f(b), "met": m}
+                                 for r, a, b, m in st.search.points]
+    if st.target_rate is not None:
+        out.update(target_rate_requests_per_s=st.target_rate, replicas=st.replicas,
+                   gpus_for_target=st.gpus_for_target)
+    return out
+
+
+def _f(v):
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def _pct(p) -> dict:
+    return {k: _f(v) for k, v in asdict(p).items()}

@@ -21,7 +21,7 @@ exactly the per-iteration result at a fraction of the cost.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -97,6 +97,13 @@ GENERIC_DEFAULTS = FrameworkDefaults(
 def framework_defaults(framework: str | None) -> FrameworkDefaults:
     """Scheduler defaults of a framework profile name (None or unknown: generic)."""
     return FRAMEWORK_DEFAULTS.get(framework or "", GENERIC_DEFAULTS)
+
+
+def engine_config(framework: str | None, **overrides) -> tuple[EngineConfig, str]:
+    """The framework's scheduler defaults with the given settings on top (None = keep the
+    default); returns (config, where the defaults come from)."""
+    d = framework_defaults(framework)
+    return replace(d.config, **{k: v for k, v in overrides.items() if v is not None}), d.source
 
 
 @dataclass(frozen=True)

@@ -151,28 +151,30 @@ class IterationCost:
         """Estimated time [s] of iterations with feature rows ``F`` (n, features) and
         ``n_seqs`` sequences each (pipeline microbatches = min(sequences, PP))."""
         F = np.atleast_2d(np.asarray(F, dtype=float))
-        n_seqs = np.broadcast_to(np.asarray(n_seqs, dtype=float), (F.shape[0],))
-        tok = F[:, 1]
-        r = self.rates_for(tok, n_seqs, F[:, 4] / np.maximum(n_seqs, 1.0))
         pp = len(self.stages)
-        m = np.clip(n_seqs, 1, pp) if pp > 1 else np.ones_like(tok)
-        Fm = F if pp == 1 else self._microbatch(F, m)
-        inv_kv = 1.0 / r.kv_read_efficiency - 1.0
-        times = []
-        for st in self.stages:
-            fl = Fm @ st.flops
-            mem = Fm @ st.mem
-            if inv_kv:
-                mem = mem + (Fm @ st.kv_read) * inv_kv
-            comp = np.maximum(fl / r.flops_per_s, mem / r.bytes_per_s).sum(1) \
-                + st.kernels * r.kernel_overhead_s
-            comm = st.comm[0] + st.comm[1] * Fm[:, 1] + st.comm[2] * Fm[:, 2]
-            ov = self.plan.overlap
-            times.append(comp + comm - np.minimum(ov * comm, comp))
-        times = np.array(times)               # (stages, n)
         if pp == 1:
-            return times[0]
+            return self._stage_times(self.stages[0], F, n_seqs)
+        n_seqs = np.broadcast_to(np.asarray(n_seqs, dtype=float), (F.shape[0],))
+        m = np.clip(n_seqs, 1, pp)
+        Fm = self._microbatch(F, m)
+        times = np.array([self._stage_times(st, Fm, n_seqs) for st in self.stages])
         return np.maximum(times.sum(0), m * times.max(0))
+
+    def _stage_times(self, st: _Stage, F: np.ndarray, n_seqs) -> np.ndarray:
+        """Time [s] of one stage for feature rows ``F``: per operator max(FLOPs / F, bytes / B)
+        (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
+        r = self.rates_for(F[:, 1], n_seqs, F[:, 4] / np.maximum(n_seqs, 1))
+        mem = F @ st.mem
+        if r.kv_read_efficiency != 1.0:
+            mem += (F @ st.kv_read) * (1.0 / r.kv_read_efficiency - 1.0)
+        comp = np.maximum((F @ st.flops) / r.flops_per_s, mem / r.bytes_per_s).sum(1) \
+            + st.kernels * r.kernel_overhead_s
+        comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
+        return comp + comm - np.minimum(self.plan.overlap * comm, comp)
+
+    def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:
+        """``time_s`` of a single iteration with feature row ``f``."""
+        return float(self.time_s(f[None, :], n_seqs)[0])
 
     def _microbatch(self, F: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Feature rows of one of ``m`` equal microbatches (constant column kept, experts

@@ -156,7 +156,9 @@ class _State:
         self.held = np.zeros(n, dtype=np.int64)      # blocks held
         self.first = np.full(n, np.nan)
         self.fin = np.full(n, np.nan)
-        self.run: list[int] = []
+        self.run: list[int] = []                   # admission order
+        self.prefilling: list[int] = []            # running requests with prompt left
+        self.arr_list = self.arr.tolist()
         self.preempted: list[int] = []
         self.next_new = 0
         self.now = 0.0
@@ -181,7 +183,7 @@ class _State:
     def head(self) -> int | None:
         if self.preempted:
             return self.preempted[0]
-        if self.next_new < len(self.arr) and self.arr[self.next_new] <= self.now:
+        if self.next_new < len(self.arr_list) and self.arr_list[self.next_new] <= self.now:
             return self.next_new
         return None
 
@@ -232,8 +234,11 @@ def _step(st: _State) -> int:
     """One scheduling step (one iteration, or a block of pure-decode iterations); returns the
     number of requests that finished."""
     cfg = st.cfg
-    run = np.array(st.run, dtype=np.int64)
-    dec = run[st.done[run] >= st.tgt[run]] if len(run) else run
+    if st.prefilling:
+        pre = set(st.prefilling)
+        dec = np.array([i for i in st.run if i not in pre], dtype=np.int64)
+    else:
+        dec = np.array(st.run, dtype=np.int64)
     if len(dec) and cfg.policy == "on-demand":
         dec = _grow_decode_blocks(st, dec)
     budget = cfg.max_num_tokens - len(dec)
@@ -270,6 +275,8 @@ def _grow_decode_blocks(st: _State, dec: np.ndarray) -> np.ndarray:
 
 
 def _preempt(st: _State, i: int) -> None:
+    if i in st.prefilling:
+        st.prefilling.remove(i)
     st.free += int(st.held[i])
     st.held[i] = 0
     st.tgt[i] = st.isl[i] + st.gen[i]
@@ -283,7 +290,7 @@ def _schedule_prefill(st: _State, budget: int) -> list[tuple[int, int]]:
     requests in arrival order (preempted first)."""
     cfg = st.cfg
     chunks = []
-    for i in st.run:
+    for i in list(st.prefilling):
         if budget <= 0:
             break
         rest = int(st.tgt[i] - st.done[i])
@@ -314,6 +321,7 @@ def _schedule_prefill(st: _State, budget: int) -> list[tuple[int, int]]:
             break
         st.pop_head()
         st.run.append(i)
+        st.prefilling.append(i)
         chunks.append((i, c))
         budget -= c
     return chunks
@@ -364,8 +372,8 @@ def _record(st: _State, t0: float, dt: float, k: int, running: int, waiting: int
 
 def _arrivals_integral(st: _State, t0: float, t1: float) -> float:
     """Queue time inside (t0, t1] of requests arriving then (they join the queue)."""
-    a = st.arr[np.searchsorted(st.arr, t0, side="right"):np.searchsorted(st.arr, t1, "right")]
-    return float((t1 - a).sum())
+    lo, hi = np.searchsorted(st.arr, (t0, t1), side="right")
+    return float((hi - lo) * t1 - st.arr[lo:hi].sum()) if hi > lo else 0.0
 
 
 def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]]) -> int:
@@ -376,7 +384,7 @@ def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]])
     new = np.concatenate([np.ones(len(dec), dtype=np.int64), c_new])
     F = _features(st, ctx, new, len(dec) + int(completes.sum()))
     n_seq = len(dec) + len(idx)
-    dt = float(st.cost.time_s(F[None, :], n_seq)[0])
+    dt = st.cost.time_one_s(F, n_seq)
     t0 = st.now
     waiting = st.queued()
     st.now += dt
@@ -389,6 +397,9 @@ def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]])
     st.gen[dec] += 1
     st.done[idx] += c_new
     fresh = idx[completes]
+    if len(fresh):
+        gone = set(fresh.tolist())
+        st.prefilling = [i for i in st.prefilling if i not in gone]
     st.gen[fresh] += 1
     newly = fresh[np.isnan(st.first[fresh])]
     st.first[newly] = st.now
@@ -412,7 +423,9 @@ def _decode_block(st: _State, dec: np.ndarray) -> int:
     cfg, cost = st.cfg, st.cost
     k = int((st.osl[dec] - st.gen[dec]).min())
     base = st.done[dec]
-    if cfg.policy == "on-demand" and k > 1:
+    # each decoder needs at most ceil(k / block) + 1 more blocks: check only when that may not fit
+    if cfg.policy == "on-demand" and k > 1 \
+            and st.free < len(dec) * (-(-k // cfg.block_size) + 1):
         k = _kv_limited_steps(st, base, k)
     j = np.arange(k)
     nd = len(dec)
@@ -433,9 +446,9 @@ def _decode_block(st: _State, dec: np.ndarray) -> int:
         F[:, col] = cost.moe.expected_active_experts(nd)
     dts = cost.time_s(F, nd)
     cum = np.cumsum(dts)
-    if len(st.run) < cfg.max_batch and not st.preempted and st.next_new < len(st.arr) \
+    if len(st.run) < cfg.max_batch and not st.preempted and st.next_new < len(st.arr_list) \
             and st.head() is None:
-        t_next = float(st.arr[st.next_new])
+        t_next = st.arr_list[st.next_new]
         stop = int(np.searchsorted(cum, t_next - st.now, side="left")) + 1
         k = max(1, min(k, stop))
     dt = float(cum[k - 1])

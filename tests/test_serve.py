@@ -204,3 +204,51 @@ def test_cli_bad_input_exits_2_with_one_line(argv):
                          "--requests", "20", *argv)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("llmpara: error:")
+
+
+# ---- disaggregated serving ------------------------------------------------------------------
+
+def test_disaggregation_best_split_and_transfer():
+    from llmpara_core.serving.disagg import disaggregate
+    hw = load_hardware("8x-nvidia-h100-sxm-nvlink")
+    spec = RequestSpec(isl=2048, osl=128, arrival="poisson", rate=2, requests=200)
+    slo = Slo(0.5, 0.04)
+    d = disaggregate(LLAMA3_8B, hw, FP16, spec, EngineConfig(), slo, 6)
+    assert [(s.prefill_replicas, s.decode_replicas) for s in d.splits] == \
+        [(p, 6 - p) for p in range(1, 6)]
+    for s in d.splits:
+        assert s.rate == pytest.approx(min(s.prefill_replicas * d.prefill_rate_per_replica,
+                                           s.decode_replicas * d.decode_rate_per_replica))
+    assert d.best.rate == max(s.rate for s in d.splits)
+    c = IterationCost(LLAMA3_8B, hw, FP16, ParallelPlan())
+    assert d.kv_transfer_s == pytest.approx(
+        2048 * c.kv_bytes_per_token() / d.kv_link_bytes_per_s + hw.interconnect.latency_s)
+    slow = disaggregate(LLAMA3_8B, hw, FP16, spec, EngineConfig(), slo, 6,
+                        kv_link_bytes_per_s=1e9, colocated_rate=d.colocated_rate_per_replica)
+    assert slow.kv_transfer_s > 100 * d.kv_transfer_s
+    assert slow.decode_rate_per_replica < d.decode_rate_per_replica
+    assert slow.prefill_rate_per_replica == d.prefill_rate_per_replica
+
+
+def test_disaggregation_needs_a_link_and_a_budget():
+    from llmpara_core.serving.disagg import disaggregate
+    spec = RequestSpec(isl=512, osl=64, arrival="poisson", rate=2, requests=50)
+    with pytest.raises(ConfigError, match="interconnect"):
+        disaggregate(LLAMA3_8B, H100, FP16, spec, EngineConfig(), Slo(0.5, 0.05), 4)
+    with pytest.raises(ConfigError):
+        disaggregate(LLAMA3_8B, load_hardware("8x-nvidia-h100-sxm-nvlink"), FP16, spec,
+                     EngineConfig(), Slo(0.5, 0.05), 1)
+
+
+def test_cli_disaggregation_block():
+    code, out, err = run("--model", "llama-3-8b", "--hardware", "8x-nvidia-h100-sxm-nvlink",
+                         "--isl", "1024", "--osl", "64", "--rate", "2", "--requests", "100",
+                         "--slo-ttft-ms", "500", "--slo-tpot-ms", "40", "--disagg-gpus", "4",
+                         "--format", "json")
+    assert code == 0, err
+    dg = json.loads(out)["disaggregated"]
+    assert dg["gpu_budget"] == 4 and len(dg["splits"]) == 3
+    assert dg["best_split"]["gpus"] == 4
+    code, _, err = run("--model", "llama-3-8b", "--hardware", "8x-nvidia-h100-sxm-nvlink",
+                       "--rate", "2", "--disagg-gpus", "4")
+    assert code == 2 and "needs --slo-ttft-ms" in err

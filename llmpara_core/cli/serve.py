@@ -12,8 +12,10 @@ from __future__ import annotations
 from .base import (add_model_hw_args, add_output_args, add_precision_args, emit, nonneg_int,
                    number_in, positive_int, precision_from_args)
 from ..errors import ConfigError
+from ..units import BYTES_PER_GB, S_PER_MS
 from ..serving import (ARRIVALS, LENGTHS, POLICIES, EngineConfig, RequestSpec, Slo,
                        engine_config, serve, study_to_dict)
+from ..serving.disagg import disaggregate, disagg_to_dict
 
 _MAX_TP = 65536
 
@@ -62,6 +64,12 @@ def register(subparsers) -> None:
     s.add_argument("--target-rate", type=number_in(0, 1e12, lo_open=True),
                    help="requests/s the fleet must serve: replicas and GPUs")
     s.add_argument("--no-search", action="store_true", help="skip the SLO rate search")
+    s.add_argument("--disagg-gpus", type=positive_int,
+                   help="disaggregated serving: best prefill:decode split of this many GPUs "
+                        "(needs the SLO)")
+    s.add_argument("--kv-link-gbps", type=number_in(0, 1e7, lo_open=True),
+                   help="disaggregation: KV-transfer link per device [GB/s] (default: the "
+                        "cluster's link)")
     p.add_argument("--no-flash-attention", action="store_true")
     add_precision_args(p)
     add_output_args(p)
@@ -85,18 +93,27 @@ def _cmd_serve(args) -> None:
     eff = efficiency_for(hw, fw) if fw else None
     if (args.slo_ttft_ms is None) != (args.slo_tpot_ms is None):
         raise ConfigError("give both --slo-ttft-ms and --slo-tpot-ms")
-    slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms / 1e3,
-                                                     args.slo_tpot_ms / 1e3,
+    slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms * S_PER_MS,
+                                                     args.slo_tpot_ms * S_PER_MS,
                                                      args.slo_percentile)
     cfg, source = _engine_config(args, fw)
     spec = RequestSpec(isl=args.isl, osl=args.osl,
                        arrival="max-load" if args.max_load else args.arrival, rate=args.rate,
                        burstiness=args.burstiness, requests=args.requests,
                        lengths=args.lengths, spread=args.length_spread, seed=args.seed)
-    st = serve(model, hw, precision_from_args(args), spec, cfg,
+    precision = precision_from_args(args)
+    st = serve(model, hw, precision, spec, cfg,
                ParallelPlan(tp=args.tp, pp=args.pp), eff, slo, args.target_rate,
                flash_attention=not args.no_flash_attention, search=not args.no_search)
     d = study_to_dict(st, fw or "generic", source)
+    if args.disagg_gpus is not None:
+        if slo is None:
+            raise ConfigError("--disagg-gpus needs --slo-ttft-ms and --slo-tpot-ms")
+        dg = disaggregate(model, hw, precision, spec, cfg, slo,
+                          args.disagg_gpus, ParallelPlan(tp=args.tp, pp=args.pp), eff,
+                          None if args.kv_link_gbps is None else args.kv_link_gbps * BYTES_PER_GB,
+                          st.search.max_rate if st.search else None)
+        d["disaggregated"] = disagg_to_dict(dg)
     if args.format == "json":
         emit(d, "json")
         return

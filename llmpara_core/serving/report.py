@@ -168,19 +168,26 @@ class RateSearch:
     saturation_rate: float
 
 
+def judge_slo(slo: Slo, res: SimResult) -> tuple[float, float, bool]:
+    """(TTFT and TPOT at the SLO percentile [s], both within the SLO)."""
+    ttft, tpot, _ = per_request(res)
+    t = tpot[np.isfinite(tpot)]
+    return (float(np.percentile(ttft, slo.percentile)),
+            float(np.percentile(t, slo.percentile)) if len(t) else math.nan,
+            meets(slo, ttft, tpot))
+
+
 def max_rate_meeting_slo(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec, slo: Slo,
-                         saturation_rate: float, progress=None) -> RateSearch:
+                         saturation_rate: float, progress=None, judge=None) -> RateSearch:
     """Bisection (log scale, ``SEARCH_STEPS`` steps) on the Poisson (or the spec's gamma) rate
-    between 1 % and 100 % of the max-load request rate; 0 if even 1 % misses the SLO."""
+    between 1 % and 100 % of the max-load request rate; 0 if even 1 % misses the SLO.
+    ``judge(result) -> (ttft_q, tpot_q, ok)`` replaces the SLO check (default ``judge_slo``)."""
     pts = []
+    judge = judge or (lambda res: judge_slo(slo, res))
 
     def ok(rate: float) -> bool:
-        res = simulate(cost, cfg, spec.with_rate(rate))
-        ttft, tpot, _ = per_request(res)
-        t = tpot[np.isfinite(tpot)]
-        m = meets(slo, ttft, tpot)
-        pts.append((rate, float(np.percentile(ttft, slo.percentile)),
-                    float(np.percentile(t, slo.percentile)) if len(t) else math.nan, m))
+        a, b, m = judge(simulate(cost, cfg, spec.with_rate(rate)))
+        pts.append((rate, a, b, m))
         if progress is not None:
             progress(len(pts) / (SEARCH_STEPS + 2))
         return m

@@ -21,6 +21,7 @@ from ..calibration.efficiency import efficiency_for
 from ..parallel import ParallelPlan
 from ..precision import precision_preset
 from ..presets import load_hardware, load_model
+from ..units import S_PER_MS
 from .cost import IterationCost
 from .engine import FRAMEWORK_DEFAULTS, simulate
 from .report import summarize
@@ -208,10 +209,9 @@ def _rate_point(key, measured, sharegpt_osl, requests) -> RatePoint:
                          ParallelPlan(tp=tp), efficiency_for(hw, profile))
     res = simulate(cost, FRAMEWORK_DEFAULTS[profile].config, spec)
     ttft, tpot, _ = per_request(res)
-    stat = np.mean if "Triton" in fw else np.median
+    stat = np.nanmean if "Triton" in fw else np.nanmedian
     pred = {"output_tok_s_total": summarize(res, cost).output_tokens_per_s,
-            "ttft_ms": float(stat(ttft)) * 1e3, "tpot_ms": float(np.nanmean(tpot) if stat is
-                                                                   np.mean else np.nanmedian(tpot)) * 1e3}
+            "ttft_ms": float(stat(ttft)) / S_PER_MS, "tpot_ms": float(stat(tpot)) / S_PER_MS}
     return RatePoint(fw, model, hw_label, tp, isl, osl, rate,
                      {k: v for k, v in measured.items() if k in pred}, pred,
                      "mean" if "Triton" in fw else "median", tuple(notes))

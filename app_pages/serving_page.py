@@ -16,14 +16,14 @@ from llmpara_core import serving
 from llmpara_core.errors import ConfigError
 from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
-from llmpara_core.units import S_PER_MS
+from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from ui.format import escape_md, fmt_int, fmt_time, sig
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
                          url_toggle)
 from ui.tables import download_csv, download_json
 
 SIDEBAR = "sidebar"
-VIEWS = ("At this load", "Latency vs load", "Frontier")
+VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")
 ARRIVALS = {"poisson": "Poisson", "gamma": "Gamma (bursty)", "max-load": "Max load"}
 TRI = ("default", "on", "off")
 COLORS = {"p50": "#4C78A8", "p90": "#F58518", "p99": "#E45756", "batch": "#4C78A8",
@@ -348,12 +348,55 @@ def frontier_view() -> None:
     download_csv(df, "serving-frontier.csv", "Frontier CSV", key="dl_sv_frontier")
 
 
+def disaggregated_view() -> None:
+    c = st.columns(2)
+    with c[0]:
+        budget = url_number("GPU budget", "sv_dgpus", 2, 4096, 8, step=1,
+                            help="GPUs split into prefill and decode replicas of this plan")
+    with c[1]:
+        link = url_number("KV link (GB/s per device)", "sv_kvlink", 0.0, 1e6, 0.0, step=10.0,
+                          help="0 = the cluster's link (inter-node if it has one), derated")
+    d = cached(base_key + ("disagg", int(budget), float(link)),
+               lambda p: serving.disaggregate(
+                   scn.model, hw, scn.precision, spec, cfg, slo, int(budget), plan,
+                   kv_link_bytes_per_s=float(link) * BYTES_PER_GB or None, progress=p),
+               "Searching both pools…")
+    df = pd.DataFrame([asdict(s_) for s_ in d.splits])
+    best = d.best
+    m = st.columns(4)
+    m[0].metric("Best split (P:D)", "–" if best is None
+                else f"{best.prefill_replicas}:{best.decode_replicas}")
+    m[1].metric("Disaggregated (req/s)", sig(best.rate if best else 0.0),
+                help="largest rate meeting the SLO with the best split")
+    m[2].metric("Colocated (req/s)", sig(d.colocated_rate),
+                help=f"{d.gpu_budget // d.devices_per_replica} colocated replicas × "
+                     f"{sig(d.colocated_rate_per_replica)} req/s")
+    m[3].metric("KV transfer", fmt_time(d.kv_transfer_s), help="per request, ISL tokens")
+    fig = go.Figure()
+    fig.add_bar(x=[f"{r.prefill_replicas}:{r.decode_replicas}" for r in d.splits],
+                y=df.rate, name="disaggregated", marker_color=COLORS["p50"])
+    fig.add_hline(y=d.colocated_rate, line_dash="dash", line_color=COLORS["slo"],
+                  annotation_text="colocated")
+    fig.update_layout(xaxis_title="prefill : decode replicas",
+                      yaxis=dict(title="requests/s meeting the SLO", rangemode="tozero"),
+                      height=360, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "serving-disagg")
+    st.caption(f"One prefill replica meets the TTFT bound up to "
+               f"{sig(d.prefill_rate_per_replica)} req/s, one decode replica the TPOT bound "
+               f"(transfer included) up to {sig(d.decode_rate_per_replica)} req/s; a split "
+               f"serves the smaller of its two pools. Percentiles are judged per pool.")
+    st.dataframe(df, hide_index=True)
+    download_csv(df, "serving-disaggregated.csv", "Splits CSV", key="dl_sv_disagg")
+
+
 try:
     if view == VIEWS[0]:
         at_this_load()
     elif view == VIEWS[1]:
         latency_vs_load()
-    else:
+    elif view == VIEWS[2]:
         frontier_view()
+    else:
+        disaggregated_view()
 except ConfigError as err:
     st.error(f"Cannot simulate: {escape_md(err)}")

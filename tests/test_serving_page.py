@@ -58,6 +58,17 @@ def test_frontier_over_tensor_parallel_on_a_cluster():
     assert df.on_front.any()
 
 
+def test_disaggregated_view_on_a_cluster():
+    at = open_page(PAGE, **{**BASE, "sv_requests": "100"}, sv_view="Disaggregated",
+                   sv_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)", sv_dgpus="4")
+    _clean(at, "disaggregated")
+    assert len(at.dataframe[0].value) == 3                   # splits 1:3, 2:2, 3:1
+    assert ":" in metric(at, "Best split (P:D)")
+    at = open_page(PAGE, **{**BASE, "sv_requests": "50"}, sv_view="Disaggregated")
+    assert not at.exception
+    assert any("interconnect" in e.value for e in at.error)  # single device, no link
+
+
 def test_bad_link_values_warn_and_fall_back():
     at = open_page(PAGE, **BASE, sv_rate="-3", sv_arrival="sometimes", sv_tp="zero",
                    sv_search="false")

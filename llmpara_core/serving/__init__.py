@@ -5,6 +5,7 @@ metrics and :func:`serve` for the one call the CLI and the page use."""
 
 from .api import ServeStudy, serve, study_to_dict
 from .cost import IterationCost
+from .disagg import DisaggStudy, Split, disagg_to_dict, disaggregate
 from .engine import (FRAMEWORK_DEFAULTS, GENERIC_DEFAULTS, POLICIES, EngineConfig, SimResult,
                      engine_config, framework_defaults, kv_capacity_tokens, simulate)
 from .report import (Percentiles, RateSearch, ServeSummary, Slo, max_rate_meeting_slo, meets,
@@ -15,7 +16,7 @@ from .sweeps import (FrontierPoint, LoadCurve, LoadPoint, SweepPoint, evaluate_p
                      load_curve, run_sweep)
 
 __all__ = [
-    "ServeStudy", "serve", "study_to_dict", "engine_config", "IterationCost", "FRAMEWORK_DEFAULTS", "GENERIC_DEFAULTS",
+    "DisaggStudy", "Split", "disagg_to_dict", "disaggregate", "ServeStudy", "serve", "study_to_dict", "engine_config", "IterationCost", "FRAMEWORK_DEFAULTS", "GENERIC_DEFAULTS",
     "POLICIES", "EngineConfig", "SimResult", "framework_defaults", "kv_capacity_tokens",
     "simulate", "Percentiles", "RateSearch", "ServeSummary", "Slo", "max_rate_meeting_slo",
     "meets", "per_request", "replicas_for_rate", "steady_state_output_tokens_per_s",

@@ -203,13 +203,18 @@ def over_time(res: serving.SimResult) -> pd.DataFrame:
     log = res.log
     df = pd.DataFrame({"t_s": log["t_s"], "duration_s": log["dt_s"],
                        "iterations": log["iterations"], "running": log["running"],
-                       "queued": log["waiting"], "kv_use": log["kv_used"]})
+                       "queued": log["waiting"], "kv_use": log["kv_used"],
+                       "preemptions_cumulative": log["preemptions"]})
     shown = df.iloc[::max(1, len(df) // MAX_PLOT_POINTS)]
     fig = go.Figure()
     fig.add_scatter(x=shown.t_s, y=shown.running, name="running requests", mode="lines",
                     line=dict(color=COLORS["batch"], shape="hv"))
     fig.add_scatter(x=shown.t_s, y=100 * shown.kv_use, name="KV cache used (%)", mode="lines",
                     yaxis="y2", line=dict(color=COLORS["kv"], shape="hv"))
+    if res.preemptions:
+        fig.add_scatter(x=shown.t_s, y=shown.preemptions_cumulative, mode="lines",
+                        name="preemptions (cumulative)", line=dict(color=COLORS["p99"],
+                                                                   shape="hv", dash="dot"))
     fig.update_layout(xaxis_title="time (s)", yaxis=dict(title="running requests",
                                                          rangemode="tozero"),
                       yaxis2=dict(title="KV cache used (%)", overlaying="y", side="right",

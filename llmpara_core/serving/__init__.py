@@ -6,8 +6,9 @@ metrics and :func:`serve` for the one call the CLI and the page use."""
 from .api import ServeStudy, serve, study_to_dict
 from .cost import IterationCost
 from .disagg import DisaggStudy, Split, disagg_to_dict, disaggregate
-from .engine import (FRAMEWORK_DEFAULTS, GENERIC_DEFAULTS, POLICIES, EngineConfig, SimResult,
-                     engine_config, framework_defaults, kv_capacity_tokens, simulate)
+from .config import (FRAMEWORK_DEFAULTS, GENERIC_DEFAULTS, POLICIES, EngineConfig,
+                     engine_config, framework_defaults)
+from .engine import SimResult, kv_capacity_tokens, simulate
 from .report import (Percentiles, RateSearch, ServeSummary, Slo, max_rate_meeting_slo, meets,
                      per_request, replicas_for_rate, steady_state_output_tokens_per_s,
                      summarize)

@@ -13,7 +13,8 @@ from ..model import Model
 from ..parallel import ParallelPlan
 from ..precision import Precision
 from .cost import IterationCost
-from .engine import EngineConfig, SimResult, simulate
+from .config import EngineConfig
+from .engine import SimResult, simulate
 from .report import (RateSearch, ServeSummary, Slo, max_rate_meeting_slo, replicas_for_rate,
                      steady_state_output_tokens_per_s, summarize)
 from .requests import RequestSpec

@@ -34,7 +34,8 @@ from ..model import Model
 from ..parallel import ParallelPlan
 from ..precision import Precision
 from .cost import IterationCost
-from .engine import EngineConfig, SimResult, simulate
+from .config import EngineConfig
+from .engine import SimResult, simulate
 from .report import Slo, judge_slo, max_rate_meeting_slo
 from .requests import RequestSpec
 

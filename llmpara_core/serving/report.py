@@ -13,10 +13,10 @@ from ..errors import require_float
 from ..metrics.cost import MetricsSettings, tco
 from ..metrics.energy_params import energy_params
 from ..parallel import shard_analyze
-from ..units import TOKENS_PER_MILLION
 from ..workload import Workload
 from .cost import IterationCost
-from .engine import EngineConfig, SimResult, kv_capacity_tokens, simulate
+from .config import EngineConfig
+from .engine import SimResult, kv_capacity_tokens, simulate
 from .requests import RequestSpec
 
 SEARCH_STEPS = 12          # bisection steps of the SLO rate search (log scale)

@@ -17,7 +17,8 @@ from ..model import Model
 from ..parallel import ParallelPlan
 from ..precision import Precision
 from .cost import IterationCost
-from .engine import EngineConfig, simulate
+from .config import EngineConfig
+from .engine import simulate
 from .report import Slo, meets, per_request, summarize
 from .requests import RequestSpec
 
@@ -144,7 +145,7 @@ def evaluate_point(p: SweepPoint) -> dict:
     from ..calibration.efficiency import efficiency_for
     from ..precision import precision_preset
     from ..presets import load_hardware, load_model
-    from .engine import framework_defaults
+    from .config import framework_defaults
     out = {"model": p.model, "hardware": p.hardware, "tp": p.tp, "rate": p.rate}
     try:
         hw = load_hardware(p.hardware)

@@ -23,7 +23,8 @@ from ..precision import precision_preset
 from ..presets import load_hardware, load_model
 from ..units import S_PER_MS
 from .cost import IterationCost
-from .engine import FRAMEWORK_DEFAULTS, simulate
+from .config import FRAMEWORK_DEFAULTS
+from .engine import simulate
 from .report import summarize
 from .requests import RequestSpec
 

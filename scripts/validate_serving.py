@@ -22,9 +22,16 @@ from llmpara_core.serving.validation import (compare, error_summary, load_rows, 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--requests", type=int, default=500)
+    ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--tp1-only", action="store_true")
+    ap.add_argument("--rates-only", action="store_true", help="only the request-rate rows")
     a = ap.parse_args()
+    if not a.rates_only:
+        max_load(a)
+    rates()
+
+
+def max_load(a) -> None:
     rows = load_rows(ROOT / "tests/data/serving_trtllm_max_load.csv")
     if a.tp1_only:
         rows = [r for r in rows if r.tp == 1]
@@ -45,9 +52,20 @@ def main() -> None:
     skipped = collections.Counter(c.skipped for c in comps if c.skipped)
     for why, n in skipped.items():
         print(f"  skipped {n}: {why}")
+
+
+def rates() -> None:
     print("\nrequest-rate rows (measured -> simulated; Triton table = means, SGLang/vLLM = "
           "medians)")
-    for p in rate_points(ROOT / "tests/data/serving_rate_rows.csv"):
+    pts = rate_points(ROOT / "tests/data/serving_rate_rows.csv")
+    errs = collections.defaultdict(list)
+    for p in pts:
+        for k in p.measured:
+            errs[(p.framework.split()[0], k)].append(p.predicted[k] / p.measured[k] - 1)
+    for (fw, k), e in sorted(errs.items()):
+        print(f"  {fw:12s} {k:20s} {len(e):3d} points  median |err| "
+              f"{median(abs(x) for x in e):.1%}  signed {median(e):+.1%}")
+    for p in pts:
         cells = "  ".join(f"{k} {p.measured[k]:.4g} -> {p.predicted[k]:.4g}"
                           for k in sorted(p.measured))
         rate = "max-load" if p.rate is None else f"{p.rate:g} req/s"

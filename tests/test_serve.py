@@ -198,6 +198,7 @@ def test_cli_tp_counts_gpus():
     ("--rate", "1", "--framework", "nosuch"), ("--rate", "1", "--isl", "0"),
     ("--rate", "1", "--chunked-prefill", "off", "--max-num-tokens", "100"),
     ("--rate", "1", "--kv-memory-fraction", "0"), ("--max-load", "--requests", "0"),
+    ("--rate", "1", "--max-batch", "512", "--max-num-tokens", "256"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv):
     code, out, err = run("--model", "llama-3-8b", "--hardware", "nvidia-h100-sxm",

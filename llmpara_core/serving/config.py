@@ -39,6 +39,10 @@ class EngineConfig:
             require_int("KV capacity tokens", self.kv_capacity_tokens, 1, MAX_SIZE * 1000)
         if not isinstance(self.chunked_prefill, bool):
             raise ConfigError("chunked prefill must be true or false")
+        if self.max_batch > self.max_num_tokens:
+            raise ConfigError(f"max batch {self.max_batch} exceeds max-num-tokens "
+                              f"{self.max_num_tokens}: a full batch's decode tokens would not "
+                              f"fit the token budget")
 
 
 @dataclass(frozen=True)

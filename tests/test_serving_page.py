@@ -86,3 +86,11 @@ def test_impossible_deployments_give_messages():
     at = open_page(PAGE, **{**BASE, "prompt": "0"}, sv_search="false")
     assert not at.exception
     assert any("ISL" in e.value for e in at.error)
+
+
+def test_a_small_kv_cache_shows_preemptions():
+    at = open_page(PAGE, **BASE, sv_arrival="max-load", sv_kvfrac="0.01", sv_search="false")
+    _clean(at, "small KV")
+    assert int(metric(at, "Preemptions").replace(",", "")) > 0
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "preemptions (cumulative)" in fig

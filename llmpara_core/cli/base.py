@@ -22,7 +22,7 @@ from ..workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
 SUBCOMMANDS: list[str] = ["hetero", "metrics", "speculative", "shard",
-                          "dse", "validate"]
+                          "dse", "validate", "serve"]
 
 FORMATS = ("table", "json", "csv")
 

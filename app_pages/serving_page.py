@@ -1,0 +1,407 @@
+"""Serving: the sidebar's model behind an in-flight-batching engine under load -- throughput,
+TTFT / TPOT / E2E percentiles, running batch and KV-cache use over time, the largest request
+rate meeting an SLO, replicas and GPUs for a target rate with $/M tokens and J/token, latency
+against load with the knee, and the throughput-latency frontier over deployments.
+
+The prompt and generated lengths of the sidebar are each request's ISL and OSL."""
+
+import json
+from dataclasses import asdict
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from llmpara_core import serving
+from llmpara_core.errors import ConfigError
+from llmpara_core.parallel import ParallelPlan
+from llmpara_core.presets import list_presets, load_hardware
+from llmpara_core.units import BYTES_PER_GB, S_PER_MS
+from ui.format import escape_md, fmt_int, fmt_time, sig
+from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
+                         url_toggle)
+from ui.tables import download_csv, download_json
+
+SIDEBAR = "sidebar"
+VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")
+ARRIVALS = {"poisson": "Poisson", "gamma": "Gamma (bursty)", "max-load": "Max load"}
+TRI = ("default", "on", "off")
+COLORS = {"p50": "#4C78A8", "p90": "#F58518", "p99": "#E45756", "batch": "#4C78A8",
+          "kv": "#54A24B", "slo": "#8C8C8C", "knee": "#B279A2"}
+MAX_PLOT_POINTS = 4000
+CACHE_KEY = "_serving_cache"
+CACHE_ENTRIES = 6
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cluster_slugs() -> list[str]:
+    return [i.slug for i in list_presets("hardware") if load_hardware(i.slug).interconnect]
+
+
+def show(fig: go.Figure, key: str) -> None:
+    st.plotly_chart(fig, theme="streamlit", key=key, config=chart_config(key))
+
+
+def cached(key: tuple, fn, text: str):
+    """``fn(progress)`` once per distinct ``key`` in this session, with a progress bar while it
+    runs (st.cache_data would not replay the bar)."""
+    store = st.session_state.setdefault(CACHE_KEY, {})
+    if key in store:
+        return store[key]
+    bar = st.progress(0.0, text=text)
+    try:
+        out = fn(lambda f: bar.progress(min(1.0, max(0.0, f)), text=text))
+    finally:
+        bar.empty()
+    if len(store) >= CACHE_ENTRIES:
+        store.pop(next(iter(store)))
+    store[key] = out
+    return out
+
+
+scn = get_scenario()
+st.title("Serving")
+st.caption(escape_md(scn.label) + " · each request: ISL = the sidebar's prompt tokens, OSL = "
+           "its generated tokens")
+
+# ---- deployment -----------------------------------------------------------------------------
+clusters = cluster_slugs()
+names = {c: load_hardware(c).name for c in clusters}
+c1, c2, c3 = st.columns([3, 1, 1])
+with c1:
+    choice = url_selectbox("Devices", [SIDEBAR] + clusters, key="sv_cluster", default=SIDEBAR,
+                           format_func=lambda c: "Sidebar hardware" if c == SIDEBAR else names[c],
+                           help="TP or PP > 1 needs a cluster preset (a device with links)")
+with c2:
+    tp = url_number("TP", "sv_tp", 1, 1024, 1, step=1, help="Tensor-parallel degree")
+with c3:
+    pp = url_number("PP", "sv_pp", 1, 1024, 1, step=1, help="Pipeline stages")
+hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
+
+# ---- requests -------------------------------------------------------------------------------
+cols = st.columns([2, 1, 1, 1, 1, 1])
+with cols[0]:
+    arrival = url_segmented("Arrivals", list(ARRIVALS), key="sv_arrival", default="poisson",
+                            format_func=lambda k: ARRIVALS[k])
+with cols[1]:
+    rate = url_number("Rate (req/s)", "sv_rate", 0.001, 1e6, 4.0, step=1.0,
+                      disabled=arrival == "max-load", help="Mean request rate")
+with cols[2]:
+    burst = url_number("Burstiness", "sv_burst", 0.01, 100.0, 1.0, step=0.1,
+                       disabled=arrival != "gamma", help="Gamma shape: 1 = Poisson, < 1 burstier")
+with cols[3]:
+    n_req = url_number("Requests", "sv_requests", 10, 20000, 500, step=100)
+with cols[4]:
+    lengths = url_selectbox("Lengths", serving.LENGTHS, key="sv_lengths", default="fixed",
+                            help="fixed = every request ISL/OSL; uniform ±spread; lognormal "
+                                 "(log-space sigma = spread) with mean ISL/OSL")
+with cols[5]:
+    seed = url_number("Seed", "sv_seed", 0, 2**31 - 1, 0, step=1)
+
+with st.expander("Engine (defaults: the sidebar's inference stack)"):
+    e = st.columns(4)
+    with e[0]:
+        max_batch = url_number("Max running requests", "sv_maxbatch", 0, 100000, 0, step=32,
+                               help="0 = the stack's default")
+        spread = url_number("Length spread", "sv_spread", 0.0, 1.0, 0.5, step=0.1)
+    with e[1]:
+        max_tokens = url_number("Token budget / iteration", "sv_maxtokens", 0, 1_000_000, 0,
+                                step=1024, help="max-num-tokens; 0 = the stack's default")
+        block = url_number("KV block (tokens)", "sv_block", 0, 4096, 0, step=16,
+                           help="0 = the stack's default")
+    with e[2]:
+        chunked = url_selectbox("Chunked prefill", TRI, key="sv_chunked", default="default")
+        policy = url_selectbox("KV policy", ("default",) + serving.POLICIES, key="sv_policy",
+                               default="default",
+                               help="on-demand: allocate as tokens come, preempt by "
+                                    "recompute; reserve: ISL + OSL at admission")
+    with e[3]:
+        hit = url_number("Prefix-cache hit rate", "sv_hit", 0.0, 0.99, 0.0, step=0.05)
+        kv_frac = url_number("KV memory fraction", "sv_kvfrac", 0.0, 1.0, 0.0, step=0.05,
+                             help="share of the memory left after weights and activations; "
+                                  "0 = the stack's default")
+
+s = st.columns(4)
+with s[0]:
+    slo_ttft = url_number("SLO TTFT (ms)", "sv_slo_ttft", 1.0, 1e7, 500.0, step=50.0)
+with s[1]:
+    slo_tpot = url_number("SLO TPOT (ms)", "sv_slo_tpot", 0.1, 1e6, 50.0, step=5.0)
+with s[2]:
+    slo_pct = url_number("SLO percentile", "sv_slo_pct", 1.0, 100.0, 90.0, step=1.0)
+with s[3]:
+    target = url_number("Target rate (req/s)", "sv_target", 0.0, 1e9, 0.0, step=10.0,
+                        help="Fleet size for this rate; 0 = none")
+search = url_toggle("Search the largest rate meeting the SLO", "sv_search", True)
+view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
+
+try:
+    cfg, cfg_source = serving.engine_config(
+        scn.framework, max_batch=int(max_batch) or None, max_num_tokens=int(max_tokens) or None,
+        block_size=int(block) or None, kv_memory_fraction=float(kv_frac) or None,
+        chunked_prefill=None if chunked == "default" else chunked == "on",
+        policy=None if policy == "default" else policy, prefix_hit_rate=float(hit))
+    spec = serving.RequestSpec(isl=scn.workload.prompt_len, osl=scn.workload.gen_len,
+                               arrival=arrival, rate=None if arrival == "max-load" else rate,
+                               burstiness=float(burst), requests=int(n_req), lengths=lengths,
+                               spread=float(spread), seed=int(seed))
+    slo = serving.Slo(slo_ttft * S_PER_MS, slo_tpot * S_PER_MS, float(slo_pct))
+    plan = ParallelPlan(tp=int(tp), pp=int(pp))
+except ConfigError as err:
+    st.error(f"Cannot simulate: {escape_md(err)}")
+    st.stop()
+st.caption(escape_md(f"Engine: {cfg.max_batch} running requests, {cfg.max_num_tokens}-token "
+                     f"budget, chunked prefill {'on' if cfg.chunked_prefill else 'off'}, "
+                     f"{cfg.block_size}-token blocks, KV {cfg.policy}. Defaults: {cfg_source}"))
+base_key = (scn.model, hw, scn.precision, scn.workload.flash_attention, plan, spec, cfg, slo)
+
+
+def run_study(curve_points: int) -> serving.ServeStudy:
+    return cached(base_key + (float(target), bool(search), curve_points),
+                  lambda p: serving.serve(scn.model, hw, scn.precision, spec, cfg, plan,
+                                          slo=slo, target_rate=float(target) or None,
+                                          flash_attention=scn.workload.flash_attention,
+                                          search=bool(search), curve_points=curve_points,
+                                          progress=p),
+                  "Simulating…")
+
+
+# ---- views ----------------------------------------------------------------------------------
+
+def headline(st_: serving.ServeStudy) -> None:
+    sm = st_.summary
+    m = st.columns(4)
+    m[0].metric("Output tokens/s", sig(sm.output_tokens_per_s),
+                help=f"{sig(sm.output_tokens_per_s_per_gpu)} per GPU, {sm.gpus} GPU(s)")
+    m[1].metric("Requests/s", sig(sm.requests_per_s))
+    m[2].metric("Mean running batch", sig(sm.mean_running_batch))
+    m[3].metric("Goodput (req/s)", sig(sm.goodput_requests_per_s),
+                help="requests meeting both SLO bounds per second")
+    m = st.columns(4)
+    m[0].metric("KV cache (tokens)", fmt_int(sm.kv_capacity_tokens))
+    m[1].metric("Preemptions", fmt_int(sm.preemptions))
+    m[2].metric("Max rate meeting SLO", "–" if st_.search is None
+                else f"{sig(st_.search.max_rate)} req/s",
+                help=f"p{sig(slo.percentile)} TTFT ≤ {sig(slo_ttft)} ms and TPOT ≤ "
+                     f"{sig(slo_tpot)} ms; max load serves "
+                     f"{sig(st_.saturation_requests_per_s)} req/s")
+    m[3].metric("SLO met at this load", "–" if sm.slo_met is None else
+                ("yes" if sm.slo_met else "no"))
+
+
+def latency_table(sm: serving.ServeSummary) -> pd.DataFrame:
+    rows = [{"metric": name, "p50_s": p.p50, "p90_s": p.p90, "p99_s": p.p99}
+            for name, p in (("TTFT", sm.ttft_s), ("TPOT", sm.tpot_s), ("E2E", sm.e2e_s))]
+    df = pd.DataFrame(rows)
+    st.dataframe(df.assign(p50=df.p50_s.map(fmt_time), p90=df.p90_s.map(fmt_time),
+                           p99=df.p99_s.map(fmt_time))[["metric", "p50", "p90", "p99"]],
+                 hide_index=True)
+    return df
+
+
+def over_time(res: serving.SimResult) -> pd.DataFrame:
+    """Running batch and KV-cache use at the start of every scheduling step."""
+    log = res.log
+    df = pd.DataFrame({"t_s": log["t_s"], "duration_s": log["dt_s"],
+                       "iterations": log["iterations"], "running": log["running"],
+                       "queued": log["waiting"], "kv_use": log["kv_used"],
+                       "preemptions_cumulative": log["preemptions"]})
+    shown = df.iloc[::max(1, len(df) // MAX_PLOT_POINTS)]
+    fig = go.Figure()
+    fig.add_scatter(x=shown.t_s, y=shown.running, name="running requests", mode="lines",
+                    line=dict(color=COLORS["batch"], shape="hv"))
+    fig.add_scatter(x=shown.t_s, y=100 * shown.kv_use, name="KV cache used (%)", mode="lines",
+                    yaxis="y2", line=dict(color=COLORS["kv"], shape="hv"))
+    if res.preemptions:
+        fig.add_scatter(x=shown.t_s, y=shown.preemptions_cumulative, mode="lines",
+                        name="preemptions (cumulative)", line=dict(color=COLORS["p99"],
+                                                                   shape="hv", dash="dot"))
+    fig.update_layout(xaxis_title="time (s)", yaxis=dict(title="running requests",
+                                                         rangemode="tozero"),
+                      yaxis2=dict(title="KV cache used (%)", overlaying="y", side="right",
+                                  range=[0, 105]),
+                      height=360, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", y=1.1))
+    show(fig, "serving-over-time")
+    st.caption(f"{fmt_int(res.iterations)} engine iterations in {fmt_int(len(df))} scheduling "
+               f"steps (runs of pure decode are stepped together); {fmt_int(res.preemptions)} "
+               f"preemptions by recompute.")
+    return df
+
+
+def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
+    sm = st_.summary
+    row = {"plan": st_.cost.plan.label, "gpus_per_replica": sm.gpus,
+           "max_rate_meeting_slo": None if st_.search is None else st_.search.max_rate,
+           "saturation_rate": st_.saturation_requests_per_s,
+           "target_rate": st_.target_rate, "replicas": st_.replicas,
+           "gpus": st_.gpus_for_target, "usd_per_million_tokens": sm.usd_per_million_tokens,
+           "j_per_token": sm.energy_j_per_token, "avg_power_w_per_gpu": sm.avg_power_w_per_gpu}
+    df = pd.DataFrame([row])
+    st.subheader("Capacity and cost at this load")
+    st.dataframe(df, hide_index=True)
+    if st_.target_rate and st_.replicas:
+        st.caption(f"{fmt_int(st_.replicas)} replicas × {sm.gpus} GPU(s) = "
+                   f"**{fmt_int(st_.gpus_for_target)} GPUs** for {sig(st_.target_rate)} req/s "
+                   f"(each replica at its {'SLO' if st_.search else 'max-load'} rate).")
+    for note in sm.notes:
+        st.caption("ℹ️ " + escape_md(note))
+    return df
+
+
+def at_this_load() -> None:
+    st_ = run_study(0)
+    headline(st_)
+    lat = latency_table(st_.summary)
+    ts = over_time(st_.result)
+    cap = capacity(st_)
+    ttft, tpot, e2e = serving.per_request(st_.result)
+    req = pd.DataFrame({"arrival_s": st_.result.arrival_s, "isl": st_.result.isl,
+                        "osl": st_.result.osl, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e})
+    with st.container(horizontal=True):
+        download_csv(req, "serving-requests.csv", "Requests CSV", key="dl_sv_req")
+        download_csv(ts, "serving-timeline.csv", "Timeline CSV", key="dl_sv_ts")
+        download_csv(lat, "serving-latency.csv", "Latency CSV", key="dl_sv_lat")
+        download_csv(cap, "serving-capacity.csv", "Capacity CSV", key="dl_sv_cap")
+        d = serving.study_to_dict(st_, scn.framework, cfg_source)
+        download_json(json.dumps({"scenario": scn.query, **d}, indent=2, allow_nan=False,
+                                 default=str).encode("utf-8"),
+                      "serving.json", "Result JSON", key="dl_sv_json")
+
+
+def latency_vs_load() -> None:
+    points = url_number("Rates simulated", "sv_points", 3, 30, 10, step=1)
+    st_ = run_study(int(points))
+    curve = st_.curve
+    df = pd.DataFrame([asdict(p) for p in curve.points])
+    fig = go.Figure()
+    for q in ("p50", "p90", "p99"):
+        fig.add_scatter(x=df.rate, y=df[f"ttft_{q}_s"] / S_PER_MS, name=f"TTFT {q}",
+                        mode="lines+markers", line=dict(color=COLORS[q]))
+    fig.add_hline(y=slo_ttft, line_dash="dash", line_color=COLORS["slo"],
+                  annotation_text="SLO TTFT")
+    _knee(fig, curve)
+    top = max(4 * slo_ttft, float(df.ttft_p50_s.min()) * 4 / S_PER_MS)
+    fig.update_layout(xaxis_title="request rate (req/s)", yaxis=dict(
+        title="TTFT (ms)", range=[0, top]), height=380, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "serving-ttft-vs-load")
+    fig = go.Figure()
+    for q in ("p50", "p90", "p99"):
+        fig.add_scatter(x=df.rate, y=df[f"tpot_{q}_s"] / S_PER_MS, name=f"TPOT {q}",
+                        mode="lines+markers", line=dict(color=COLORS[q]))
+    fig.add_hline(y=slo_tpot, line_dash="dash", line_color=COLORS["slo"],
+                  annotation_text="SLO TPOT")
+    _knee(fig, curve)
+    fig.add_scatter(x=df.rate, y=df.output_tokens_per_s, name="output tokens/s", yaxis="y2",
+                    mode="lines", line=dict(color="#72B7B2", dash="dot"))
+    fig.update_layout(xaxis_title="request rate (req/s)",
+                      yaxis=dict(title="TPOT (ms)", rangemode="tozero",
+                                 range=[0, max(3 * slo_tpot, float(df.tpot_p99_s.max()) * 1.1
+                                               / S_PER_MS)]),
+                      yaxis2=dict(title="output tokens/s", overlaying="y", side="right",
+                                  rangemode="tozero"),
+                      height=380, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "serving-tpot-vs-load")
+    st.caption(f"Rates from 5 % to 110 % of the max-load rate ({sig(curve.saturation_requests_per_s)}"
+               f" req/s), {int(n_req)} requests each. Knee = the last rate whose p90 TTFT is at "
+               f"most {serving.sweeps.KNEE_TTFT_FACTOR:g}× its value at the lowest rate"
+               + (f": {sig(curve.knee_rate)} req/s." if curve.knee_rate else "."))
+    st.dataframe(df, hide_index=True)
+    download_csv(df, "serving-load-curve.csv", "Load curve CSV", key="dl_sv_curve")
+
+
+def _knee(fig: go.Figure, curve) -> None:
+    if curve.knee_rate:
+        fig.add_vline(x=curve.knee_rate, line_dash="dot", line_color=COLORS["knee"],
+                      annotation_text="knee")
+
+
+def frontier_view() -> None:
+    ic = hw.interconnect
+    n = ic.devices if ic else 1
+    tps = [t for t in (1, 2, 4, 8, 16) if t <= n]
+    caps = url_segmented("Batch caps", ("8-512", "32-2048"), key="sv_caps", default="8-512")
+    batch_caps = (8, 32, 128, 512) if caps == "8-512" else (32, 128, 512, 2048)
+    plans = [ParallelPlan(tp=t) for t in tps]
+    pts = cached(base_key + ("frontier", tuple(tps), batch_caps),
+                 lambda p: serving.frontier(scn.model, hw, scn.precision, cfg, spec, plans,
+                                            batch_caps, progress=p),
+                 "Simulating deployments…")
+    df = pd.DataFrame([asdict(p) for p in pts])
+    ok = df[df.note == ""]
+    if ok.empty:
+        st.warning("No deployment runs: " + escape_md("; ".join(sorted(set(df.note)))))
+        return
+    fig = go.Figure()
+    for t, g in ok.groupby("tp"):
+        fig.add_scatter(x=g.tpot_p50_s / S_PER_MS, y=g.output_tokens_per_s_per_gpu,
+                        name=f"TP{t}", mode="markers+text", text=g.max_batch.map(str),
+                        textposition="top center", marker=dict(size=10))
+    front = ok[ok.on_front].sort_values("tpot_p50_s")
+    fig.add_scatter(x=front.tpot_p50_s / S_PER_MS, y=front.output_tokens_per_s_per_gpu,
+                    name="frontier", mode="lines", line=dict(color="#8C8C8C", dash="dash"))
+    fig.add_vline(x=slo_tpot, line_dash="dot", line_color=COLORS["slo"],
+                  annotation_text="SLO TPOT")
+    fig.update_layout(xaxis=dict(title="median TPOT (ms)", rangemode="tozero"),
+                      yaxis=dict(title="output tokens/s per GPU", rangemode="tozero"),
+                      height=420, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "serving-frontier")
+    st.caption("Max load, labels = the cap on running requests. A frontier point has no other "
+               "deployment with both more tokens/s per GPU and a lower median TPOT.")
+    for note in sorted(set(df.note) - {""}):
+        st.caption("ℹ️ " + escape_md(note))
+    st.dataframe(df, hide_index=True)
+    download_csv(df, "serving-frontier.csv", "Frontier CSV", key="dl_sv_frontier")
+
+
+def disaggregated_view() -> None:
+    c = st.columns(2)
+    with c[0]:
+        budget = url_number("GPU budget", "sv_dgpus", 2, 4096, 8, step=1,
+                            help="GPUs split into prefill and decode replicas of this plan")
+    with c[1]:
+        link = url_number("KV link (GB/s per device)", "sv_kvlink", 0.0, 1e6, 0.0, step=10.0,
+                          help="0 = the cluster's link (inter-node if it has one), derated")
+    d = cached(base_key + ("disagg", int(budget), float(link)),
+               lambda p: serving.disaggregate(
+                   scn.model, hw, scn.precision, spec, cfg, slo, int(budget), plan,
+                   kv_link_bytes_per_s=float(link) * BYTES_PER_GB or None, progress=p),
+               "Searching both pools…")
+    df = pd.DataFrame([asdict(s_) for s_ in d.splits])
+    best = d.best
+    m = st.columns(4)
+    m[0].metric("Best split (P:D)", "–" if best is None
+                else f"{best.prefill_replicas}:{best.decode_replicas}")
+    m[1].metric("Disaggregated (req/s)", sig(best.rate if best else 0.0),
+                help="largest rate meeting the SLO with the best split")
+    m[2].metric("Colocated (req/s)", sig(d.colocated_rate),
+                help=f"{d.gpu_budget // d.devices_per_replica} colocated replicas × "
+                     f"{sig(d.colocated_rate_per_replica)} req/s")
+    m[3].metric("KV transfer", fmt_time(d.kv_transfer_s), help="per request, ISL tokens")
+    fig = go.Figure()
+    fig.add_bar(x=[f"{r.prefill_replicas}:{r.decode_replicas}" for r in d.splits],
+                y=df.rate, name="disaggregated", marker_color=COLORS["p50"])
+    fig.add_hline(y=d.colocated_rate, line_dash="dash", line_color=COLORS["slo"],
+                  annotation_text="colocated")
+    fig.update_layout(xaxis_title="prefill : decode replicas",
+                      yaxis=dict(title="requests/s meeting the SLO", rangemode="tozero"),
+                      height=360, margin=dict(l=10, r=10, t=30, b=10))
+    show(fig, "serving-disagg")
+    st.caption(f"One prefill replica meets the TTFT bound up to "
+               f"{sig(d.prefill_rate_per_replica)} req/s, one decode replica the TPOT bound "
+               f"(transfer included) up to {sig(d.decode_rate_per_replica)} req/s; a split "
+               f"serves the smaller of its two pools. Percentiles are judged per pool.")
+    st.dataframe(df, hide_index=True)
+    download_csv(df, "serving-disaggregated.csv", "Splits CSV", key="dl_sv_disagg")
+
+
+try:
+    if view == VIEWS[0]:
+        at_this_load()
+    elif view == VIEWS[1]:
+        latency_vs_load()
+    elif view == VIEWS[2]:
+        frontier_view()
+    else:
+        disaggregated_view()
+except ConfigError as err:
+    st.error(f"Cannot simulate: {escape_md(err)}")

@@ -1,0 +1,123 @@
+"""``llmpara serve``: an in-flight-batching serving engine simulated request by request.
+
+Example::
+
+    llmpara serve --model llama-3-8b --hardware nvidia-h100-sxm --isl 512 --osl 256 \\
+        --framework tensorrt-llm --max-load --requests 2000 --format json
+"""
+
+from __future__ import annotations
+
+
+from .base import (add_model_hw_args, add_output_args, add_precision_args, emit, nonneg_int,
+                   number_in, positive_int, precision_from_args)
+from ..errors import ConfigError
+from ..units import BYTES_PER_GB, S_PER_MS
+from ..serving import (ARRIVALS, LENGTHS, POLICIES, EngineConfig, RequestSpec, Slo,
+                       engine_config, serve, study_to_dict)
+from ..serving.disagg import disaggregate, disagg_to_dict
+
+_MAX_TP = 65536
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "serve", help="simulate a serving engine under load (TTFT/TPOT percentiles, SLOs)",
+        description="Iteration-level simulation of an in-flight-batching engine: arrivals, "
+                    "scheduler token budget, paged KV cache, preemption; throughput, latency "
+                    "percentiles, goodput and the largest rate meeting an SLO.")
+    add_model_hw_args(p)
+    g = p.add_argument_group("deployment")
+    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
+    g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
+    g.add_argument("--framework", help="inference stack: efficiency profile and scheduler "
+                                       "defaults (tensorrt-llm, vllm, ...)")
+    w = p.add_argument_group("requests")
+    w.add_argument("--isl", type=positive_int, default=512, help="input tokens per request")
+    w.add_argument("--osl", type=positive_int, default=256, help="output tokens per request")
+    load = w.add_mutually_exclusive_group(required=True)
+    load.add_argument("--max-load", action="store_true", help="all requests queued at t = 0")
+    load.add_argument("--rate", type=number_in(0, 1e9, lo_open=True, what="a rate"),
+                      help="mean request rate [requests/s]")
+    w.add_argument("--arrival", choices=[a for a in ARRIVALS if a != "max-load"],
+                   default="poisson", help="arrival process with --rate (gamma: see "
+                                           "--burstiness)")
+    w.add_argument("--burstiness", type=number_in(0, 1000, lo_open=True), default=1.0,
+                   help="gamma shape: 1 = Poisson, < 1 burstier")
+    w.add_argument("--requests", type=positive_int, default=1000)
+    w.add_argument("--lengths", choices=LENGTHS, default="fixed")
+    w.add_argument("--length-spread", type=number_in(0, 5), default=0.5)
+    w.add_argument("--seed", type=nonneg_int, default=0)
+    e = p.add_argument_group("engine (defaults: the framework's)")
+    e.add_argument("--max-batch", type=positive_int, help="cap on running requests")
+    e.add_argument("--max-num-tokens", type=positive_int, help="token budget per iteration")
+    e.add_argument("--chunked-prefill", choices=("on", "off"))
+    e.add_argument("--block-size", type=positive_int, help="KV-cache block [tokens]")
+    e.add_argument("--kv-memory-fraction", type=number_in(0, 1, lo_open=True),
+                   help="share of the memory left after weights and activations for KV")
+    e.add_argument("--kv-policy", choices=POLICIES)
+    e.add_argument("--prefix-hit-rate", type=number_in(0, 0.999), default=0.0)
+    s = p.add_argument_group("objectives")
+    s.add_argument("--slo-ttft-ms", type=number_in(0, 1e9, lo_open=True))
+    s.add_argument("--slo-tpot-ms", type=number_in(0, 1e9, lo_open=True))
+    s.add_argument("--slo-percentile", type=number_in(0, 100, lo_open=True), default=90.0)
+    s.add_argument("--target-rate", type=number_in(0, 1e12, lo_open=True),
+                   help="requests/s the fleet must serve: replicas and GPUs")
+    s.add_argument("--no-search", action="store_true", help="skip the SLO rate search")
+    s.add_argument("--disagg-gpus", type=positive_int,
+                   help="disaggregated serving: best prefill:decode split of this many GPUs "
+                        "(needs the SLO)")
+    s.add_argument("--kv-link-gbps", type=number_in(0, 1e7, lo_open=True),
+                   help="disaggregation: KV-transfer link per device [GB/s] (default: the "
+                        "cluster's link)")
+    p.add_argument("--no-flash-attention", action="store_true")
+    add_precision_args(p)
+    add_output_args(p)
+    p.set_defaults(func=_cmd_serve)
+
+
+def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
+    chunked = None if args.chunked_prefill is None else args.chunked_prefill == "on"
+    return engine_config(framework, max_batch=args.max_batch,
+                         max_num_tokens=args.max_num_tokens, chunked_prefill=chunked,
+                         block_size=args.block_size, kv_memory_fraction=args.kv_memory_fraction,
+                         policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate)
+
+
+def _cmd_serve(args) -> None:
+    from ..calibration.efficiency import efficiency_for, resolve_framework
+    from ..parallel import ParallelPlan
+    from ..presets import load_hardware, load_model
+    model, hw = load_model(args.model), load_hardware(args.hardware)
+    fw = resolve_framework(args.framework) if args.framework else None
+    eff = efficiency_for(hw, fw) if fw else None
+    if (args.slo_ttft_ms is None) != (args.slo_tpot_ms is None):
+        raise ConfigError("give both --slo-ttft-ms and --slo-tpot-ms")
+    slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms * S_PER_MS,
+                                                     args.slo_tpot_ms * S_PER_MS,
+                                                     args.slo_percentile)
+    cfg, source = _engine_config(args, fw)
+    spec = RequestSpec(isl=args.isl, osl=args.osl,
+                       arrival="max-load" if args.max_load else args.arrival, rate=args.rate,
+                       burstiness=args.burstiness, requests=args.requests,
+                       lengths=args.lengths, spread=args.length_spread, seed=args.seed)
+    precision = precision_from_args(args)
+    st = serve(model, hw, precision, spec, cfg,
+               ParallelPlan(tp=args.tp, pp=args.pp), eff, slo, args.target_rate,
+               flash_attention=not args.no_flash_attention, search=not args.no_search)
+    d = study_to_dict(st, fw or "generic", source)
+    if args.disagg_gpus is not None:
+        if slo is None:
+            raise ConfigError("--disagg-gpus needs --slo-ttft-ms and --slo-tpot-ms")
+        dg = disaggregate(model, hw, precision, spec, cfg, slo,
+                          args.disagg_gpus, ParallelPlan(tp=args.tp, pp=args.pp), eff,
+                          None if args.kv_link_gbps is None else args.kv_link_gbps * BYTES_PER_GB,
+                          st.search.max_rate if st.search else None)
+        d["disaggregated"] = disagg_to_dict(dg)
+    if args.format == "json":
+        emit(d, "json")
+        return
+    flat = {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
+    for k in ("ttft_s", "tpot_s", "e2e_s"):
+        flat.update({f"{k}.{q}": v for q, v in d[k].items()})
+    emit(None, args.format, [{"quantity": k, "value": v} for k, v in flat.items()])

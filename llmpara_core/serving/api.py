@@ -1,0 +1,138 @@
+"""One call for the CLI and the page: build the iteration cost, simulate, summarise, and
+optionally search the largest rate meeting an SLO and size a fleet for a target rate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+from ..errors import ConfigError
+from ..hardware import Efficiency, Hardware
+from ..metrics.cost import MetricsSettings
+from ..model import Model
+from ..parallel import ParallelPlan
+from ..precision import Precision
+from .cost import IterationCost
+from .config import EngineConfig
+from .engine import SimResult, simulate
+from .report import (RateSearch, ServeSummary, Slo, max_rate_meeting_slo, replicas_for_rate,
+                     steady_state_output_tokens_per_s, summarize)
+from .requests import RequestSpec
+from .sweeps import LoadCurve, load_curve
+
+
+@dataclass(frozen=True)
+class ServeStudy:
+    """Everything ``serve`` computed. ``search`` is None without an SLO; ``replicas`` None
+    without a target rate."""
+    summary: ServeSummary
+    result: SimResult
+    cost: IterationCost
+    config: EngineConfig
+    spec: RequestSpec
+    slo: Slo | None
+    saturation_requests_per_s: float
+    search: RateSearch | None
+    target_rate: float | None
+    replicas: int | None
+    closed_form_output_tokens_per_s: float | None
+    curve: LoadCurve | None = None
+
+    @property
+    def gpus_for_target(self) -> int | None:
+        return None if self.replicas is None else self.replicas * self.cost.devices
+
+
+def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestSpec,
+          config: EngineConfig, plan: ParallelPlan | None = None,
+          efficiency: Efficiency | None = None, slo: Slo | None = None,
+          target_rate: float | None = None, settings: MetricsSettings | None = None,
+          flash_attention: bool = True, search: bool = True, curve_points: int = 0,
+          progress=None) -> ServeStudy:
+    """Simulate ``spec`` on one replica of ``plan`` and summarise it; with an SLO, also find
+    the largest request rate meeting it (``search``); with ``target_rate`` [requests/s], the
+    replicas needed (at the SLO rate if there is an SLO, else at the max-load rate); with
+    ``curve_points`` > 0, latency against load at that many rates."""
+    plan = plan or ParallelPlan()
+    cost = IterationCost(model, hardware, precision, plan, efficiency, flash_attention)
+    share = (0.3, 0.4, 0.3) if curve_points else (0.3, 0.7, 0.0)
+
+    def part(lo: float, width: float):
+        return (lambda f: progress(lo + width * f)) if progress else None   # noqa: E731
+    res = simulate(cost, config, spec, part(0.0, share[0]))
+    summ = summarize(res, cost, slo, settings)
+    if spec.arrival == "max-load":
+        sat = summ.requests_per_s
+    else:
+        sat_res = simulate(cost, config, replace(spec, arrival="max-load"))
+        sat = len(sat_res.osl) / sat_res.makespan_s
+    found = None
+    if slo is not None and search:
+        found = max_rate_meeting_slo(cost, config, spec, slo, sat, part(share[0], share[1]))
+    reps = None
+    if target_rate is not None:
+        per = found.max_rate if found is not None else sat
+        reps = replicas_for_rate(target_rate, per)
+        if reps is None:
+            raise ConfigError("no request rate meets the SLO on one replica, so no number of "
+                              "replicas reaches the target")
+    closed = None
+    if spec.lengths == "fixed":
+        closed = steady_state_output_tokens_per_s(cost, config, spec.isl, spec.osl)[0]
+    curve = None
+    if curve_points:
+        curve = load_curve(cost, config, spec, sat, curve_points, slo,
+                           part(share[0] + share[1], share[2]))
+    if progress:
+        progress(1.0)
+    return ServeStudy(summ, res, cost, config, spec, slo, sat, found, target_rate, reps, closed,
+                      curve)
+
+
+def study_to_dict(st, framework: str, defaults_source: str) -> dict:
+    """JSON-ready dict (SI units) of a ServeStudy; the CLI contract's keys at the top level."""
+    s = st.summary
+    out = {
+        "model": st.cost.model.name, "hardware": st.cost.hardware.name,
+        "plan": st.cost.plan.label, "framework": framework,
+        "output_tokens_per_s": s.output_tokens_per_s,
+        "output_tokens_per_s_per_gpu": s.output_tokens_per_s_per_gpu,
+        "requests_per_s": s.requests_per_s,
+        "mean_running_batch": s.mean_running_batch,
+        "mean_requests_in_system": s.mean_requests_in_system,
+        "mean_kv_cache_use": s.mean_kv_use,
+        "ttft_s": _pct(s.ttft_s), "tpot_s": _pct(s.tpot_s), "e2e_s": _pct(s.e2e_s),
+        "kv_cache_capacity_tokens": s.kv_capacity_tokens,
+        "preemptions": s.preemptions,
+        "goodput_requests_per_s": s.goodput_requests_per_s,
+        "slo_met": s.slo_met,
+        "gpus": s.gpus,
+        "makespan_s": s.makespan_s,
+        "iterations": s.iterations,
+        "saturation_requests_per_s": st.saturation_requests_per_s,
+        "closed_form_output_tokens_per_s": st.closed_form_output_tokens_per_s,
+        "energy_j_per_token": _f(s.energy_j_per_token),
+        "avg_power_w_per_gpu": _f(s.avg_power_w_per_gpu),
+        "usd_per_million_tokens": _f(s.usd_per_million_tokens),
+        "engine": {**asdict(st.config), "defaults_source": defaults_source},
+        "requests": asdict(st.spec),
+        "notes": list(s.notes),
+    }
+    if st.slo is not None:
+        out["slo"] = asdict(st.slo)
+        if st.search is not None:
+            out["max_rate_meeting_slo_requests_per_s"] = st.search.max_rate
+            out["slo_search"] = [{"rate": r, "ttft_s": _f(a), "tpot_s": _f(b), "met": m}
+                                 for r, a, b, m in st.search.points]
+    if st.target_rate is not None:
+        out.update(target_rate_requests_per_s=st.target_rate, replicas=st.replicas,
+                   gpus_for_target=st.gpus_for_target)
+    return out
+
+
+def _f(v):
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def _pct(p) -> dict:
+    return {k: _f(v) for k, v in asdict(p).items()}

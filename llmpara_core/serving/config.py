@@ -1,0 +1,87 @@
+"""Engine settings: scheduler limits, KV-cache paging and policy, and the documented defaults
+of inference stacks (with where each default comes from)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import ConfigError, require_float, require_int
+from ..units import MAX_SIZE
+
+POLICIES = ("on-demand", "reserve")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Scheduler and KV-cache settings of one engine replica."""
+    max_batch: int = 256
+    max_num_tokens: int = 8192
+    chunked_prefill: bool = True
+    block_size: int = 16
+    kv_memory_fraction: float = 0.9
+    policy: str = "on-demand"
+    prefix_hit_rate: float = 0.0
+    kv_capacity_tokens: int | None = None     # override of the memory-derived capacity
+
+    def __post_init__(self):
+        require_int("max batch", self.max_batch, 1, MAX_SIZE)
+        require_int("max num tokens", self.max_num_tokens, 1, MAX_SIZE)
+        require_int("block size", self.block_size, 1, 1 << 20)
+        require_float("KV memory fraction", self.kv_memory_fraction, lo=0, hi=1, lo_open=True)
+        require_float("prefix hit rate", self.prefix_hit_rate, lo=0, hi=1)
+        if self.prefix_hit_rate >= 1:
+            raise ConfigError("prefix hit rate must be below 1 (the last prompt token is "
+                              "always computed)")
+        if self.policy not in POLICIES:
+            raise ConfigError(f"KV policy must be one of {', '.join(POLICIES)}, got "
+                              f"{self.policy!r}")
+        if self.kv_capacity_tokens is not None:
+            require_int("KV capacity tokens", self.kv_capacity_tokens, 1, MAX_SIZE * 1000)
+        if not isinstance(self.chunked_prefill, bool):
+            raise ConfigError("chunked prefill must be true or false")
+        if self.max_batch > self.max_num_tokens:
+            raise ConfigError(f"max batch {self.max_batch} exceeds max-num-tokens "
+                              f"{self.max_num_tokens}: a full batch's decode tokens would not "
+                              f"fit the token budget")
+
+
+@dataclass(frozen=True)
+class FrameworkDefaults:
+    config: EngineConfig
+    source: str
+
+
+FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
+    "tensorrt-llm": FrameworkDefaults(
+        EngineConfig(max_batch=2048, max_num_tokens=8192, chunked_prefill=True, block_size=64,
+                     kv_memory_fraction=0.9, policy="reserve"),
+        "TensorRT-LLM: trtllm-build defaults max_batch_size 2048, max_num_tokens 8192 "
+        "(trtllm-build reference, https://nvidia.github.io/TensorRT-LLM/commands/"
+        "trtllm-build.html; values as remembered for v0.11+, check your release); KV cache "
+        "free_gpu_memory_fraction 0.9 (https://nvidia.github.io/TensorRT-LLM/examples/"
+        "kvcacheconfig.html); capacity scheduler GUARANTEED_NO_EVICT by default "
+        "(performance-tuning-guide/useful-runtime-flags); tokens_per_block 64 (as remembered, "
+        "not re-checked); chunked context on, as trtllm-bench runs it (its published max-load "
+        "rows include 20000-token prompts, longer than any max_num_tokens it uses)"),
+    "vllm": FrameworkDefaults(
+        EngineConfig(max_batch=256, max_num_tokens=8192, chunked_prefill=True, block_size=16,
+                     kv_memory_fraction=0.9, policy="on-demand"),
+        "vLLM: max_num_seqs 256, block_size 16, gpu_memory_utilization 0.9, chunked prefill "
+        "with max_num_batched_tokens 8192 (offline LLM engine, V1), preemption by recompute "
+        "(vLLM engine-argument docs; as remembered, check your release)"),
+}
+GENERIC_DEFAULTS = FrameworkDefaults(
+    EngineConfig(), "generic in-flight batching engine (vLLM-like defaults: 256 running "
+                    "requests, 8192-token budget, chunked prefill, 16-token blocks)")
+
+
+def framework_defaults(framework: str | None) -> FrameworkDefaults:
+    """Scheduler defaults of a framework profile name (None or unknown: generic)."""
+    return FRAMEWORK_DEFAULTS.get(framework or "", GENERIC_DEFAULTS)
+
+
+def engine_config(framework: str | None, **overrides) -> tuple[EngineConfig, str]:
+    """The framework's scheduler defaults with the given settings on top (None = keep the
+    default); returns (config, where the defaults come from)."""
+    d = framework_defaults(framework)
+    return replace(d.config, **{k: v for k, v in overrides.items() if v is not None}), d.source

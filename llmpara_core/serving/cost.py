@@ -1,0 +1,225 @@
+"""Time and energy of one engine iteration from closed forms.
+
+An iteration of an in-flight-batching engine runs one forward pass over a mix of prefill chunks
+and decode tokens of many sequences at different contexts. Every operator's FLOPs and bytes
+are affine in a handful of *features* of that mix (checked at build time):
+
+    T  = new tokens in the pass            L  = sequences that produce a token (LM-head rows)
+    P  = attention (query, key) pairs      K  = cached positions read (KV-cache reads)
+    Pw, Kw = the same capped at the sliding window (models with sliding-window layers)
+    X  = expected distinct routed experts touched by T tokens (MoE weight traffic)
+
+so the coefficients are fitted once from ``forward_ops`` of the device's slice of the model
+(the sharding engine's ``_device_ops``) at a few (batch, new tokens, context) points, and an
+iteration is then a few dot products: per operator max(FLOPs / F, bytes / B) as in
+``roofline.op_time_s``, plus kernel launches, plus the TP/PP collectives of the sharding engine
+(affine in T and L), pipeline stages combined as ``parallel.evaluation._pipeline``.
+
+``IterationCost.rates_for`` is the ONE place the attainable rates of an iteration come from
+(``roofline.rates``); it receives the iteration's tokens in flight, batch and mean context so a
+load-dependent efficiency model can be wired there.
+
+Limitations (first order): MLA models use the absorbed attention form for every token
+(prefill chunks included, which overstates their attention FLOPs); DP is modelled as separate
+replicas, EP is not modelled here (plans with EP > 1 are refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..hardware import Efficiency, Hardware
+from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
+from ..model import Model
+from ..operators import causal_pairs, keys_touched
+from ..parallel.collectives import Net
+from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
+from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
+from ..precision import Precision
+from ..roofline import Rates, rates
+from ..workload import Workload
+
+# (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
+# whenever new tokens > 1 keeps MLA models in one (absorbed) form.
+_FIT_POINTS = ((1, 1, 1), (3, 1, 1), (1, 1, 900), (2, 1, 5000), (1, 64, 65), (1, 300, 5300),
+               (4, 200, 7000), (2, 1, 9000), (1, 17, 40), (5, 3, 20000), (2, 700, 1500),
+               (7, 1, 33000))
+_FIT_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """Fitted coefficients of one pipeline stage (one device of it): rows = features,
+    columns = operators."""
+    flops: np.ndarray          # (features, ops) FLOPs
+    mem: np.ndarray            # bytes moved (all kinds)
+    kv_read: np.ndarray        # of which KV-cache reads
+    kernels: float             # kernel launches per pass
+    comm: np.ndarray           # (3,) collective time [s] = c0 + cT T + cL L (estimated)
+    energy: np.ndarray         # (4, features): FLOPs, weight, KV, activation bytes
+
+
+class IterationCost:
+    """Closed-form time [s] and dynamic work of one engine iteration on one replica."""
+
+    def __init__(self, model: Model, hardware: Hardware, precision: Precision,
+                 plan: ParallelPlan, efficiency: Efficiency | None = None,
+                 flash_attention: bool = True):
+        if plan.dp != 1 or plan.ep != 1:
+            raise ConfigError("the serving simulator runs one replica: use replicas instead of "
+                              "DP; EP is not modelled in serving")
+        hw = replace(hardware, efficiency=efficiency) if efficiency is not None else hardware
+        self.model, self.hardware, self.precision, self.plan = model, hw, precision, plan
+        self.flash = flash_attention
+        self.window = model.sliding_window
+        self.moe = model.moe
+        self.features = ["1", "T", "L", "P", "K"] + (["Pw", "Kw"] if self.window else []) \
+            + (["X"] if self.moe else [])
+        wl = Workload(batch=1, prompt_len=1, gen_len=1, flash_attention=flash_attention)
+        lay = resolve_plan(model, hw, plan, wl)
+        stage_models = tuple(shard_model(model, plan.tp, lay.expert_tp, f, n, plan.vocab_parallel)
+                             for f, n in lay.stages)
+        self._ctx = _Ctx(model, hw, precision, wl, lay, stage_models, Net.of(hw, precision),
+                         rates(hw, precision.compute_dtype, estimated=False),
+                         rates(hw, precision.compute_dtype, estimated=True))
+        self.stages = tuple(self._fit_stage(s) for s in range(len(stage_models)))
+        self._rates = self._ctx.est_r
+
+    # ---- the one rates hook ------------------------------------------------------------------
+    def rates_for(self, tokens, batch, context) -> Rates:
+        """Attainable rates of an iteration with ``tokens`` new tokens of ``batch`` sequences at
+        mean ``context`` (scalars or arrays). Today: ``roofline.rates`` of the hardware's
+        (framework's) efficiency, independent of the load; the v2 efficiency model's keywords
+        (tokens in flight, batch, context) go here."""
+        return self._rates
+
+    # ---- fitting -----------------------------------------------------------------------------
+    def feature_row(self, b: int, s: int, c: int) -> list[float]:
+        """Features of ``b`` identical sequences each adding ``s`` tokens at context ``c``."""
+        row = [1.0, b * s, b, b * causal_pairs(s, c, None), b * keys_touched(s, c, None)]
+        if self.window:
+            row += [b * causal_pairs(s, c, self.window), b * keys_touched(s, c, self.window)]
+        if self.moe:
+            row.append(self.moe.expected_active_experts(b * s))
+        return row
+
+    def _fit_stage(self, s: int) -> _Stage:
+        ctx = self._ctx
+        X = np.array([self.feature_row(*p) for p in _FIT_POINTS])
+        cols = {k: [] for k in ("flops", "mem", "kv", "w", "kvall", "act")}
+        names = None
+        for b, n, c in _FIT_POINTS:
+            ops = _device_ops(ctx, s, b, n, c, 1)
+            if names is None:
+                names = [o.name for o in ops]
+                kernels = float(sum(o.count for o in ops))
+            elif [o.name for o in ops] != names:
+                raise ConfigError(f"{self.model.name}: operators change with the batch mix; "
+                                  f"the serving simulator cannot model it")
+            cols["flops"].append([o.flops * o.count for o in ops])
+            cols["mem"].append([o.memory_bytes * o.count for o in ops])
+            cols["kv"].append([o.kv_read_bytes * o.count for o in ops])
+            cols["w"].append([o.weight_bytes * o.count for o in ops])
+            cols["kvall"].append([(o.kv_read_bytes + o.kv_write_bytes) * o.count for o in ops])
+            cols["act"].append([(o.act_read_bytes + o.act_write_bytes) * o.count for o in ops])
+        coef = {k: _affine_fit(X, np.array(v), self.model.name) for k, v in cols.items()}
+        energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
+                           coef["act"].sum(1)])
+        return _Stage(coef["flops"], coef["mem"], coef["kv"], kernels,
+                      self._fit_comm(s), energy)
+
+    def _fit_comm(self, s: int) -> np.ndarray:
+        """Estimated collective time of stage ``s`` as c0 + cT T + cL L (alpha-beta is affine in
+        the message bytes); checked at a fourth point."""
+        def t(b, n):
+            return sum(c.estimated_s * c.count for c in _device_comms(self._ctx, s, b, n, 1, "x"))
+        t11, t12, t21 = t(1, 1), t(1, 2), t(2, 1)
+        c_t = t12 - t11
+        c_l = t21 - t11 - c_t
+        c0 = t11 - c_t - c_l
+        coef = np.array([c0, c_t, c_l])
+        check = t(3, 50)
+        if abs(coef @ [1, 150, 3] - check) > 1e-6 * max(check, 1e-12) + 1e-12:
+            raise ConfigError("collective times are not affine in the tokens of a pass")
+        return coef
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def time_s(self, F: np.ndarray, n_seqs) -> np.ndarray:
+        """Estimated time [s] of iterations with feature rows ``F`` (n, features) and
+        ``n_seqs`` sequences each (pipeline microbatches = min(sequences, PP))."""
+        F = np.atleast_2d(np.asarray(F, dtype=float))
+        pp = len(self.stages)
+        if pp == 1:
+            return self._stage_times(self.stages[0], F, n_seqs)
+        n_seqs = np.broadcast_to(np.asarray(n_seqs, dtype=float), (F.shape[0],))
+        m = np.clip(n_seqs, 1, pp)
+        Fm = self._microbatch(F, m)
+        times = np.array([self._stage_times(st, Fm, n_seqs) for st in self.stages])
+        return np.maximum(times.sum(0), m * times.max(0))
+
+    def _stage_times(self, st: _Stage, F: np.ndarray, n_seqs) -> np.ndarray:
+        """Time [s] of one stage for feature rows ``F``: per operator max(FLOPs / F, bytes / B)
+        (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
+        r = self.rates_for(F[:, 1], n_seqs, F[:, 4] / np.maximum(n_seqs, 1))
+        mem = F @ st.mem
+        if r.kv_read_efficiency != 1.0:
+            mem += (F @ st.kv_read) * (1.0 / r.kv_read_efficiency - 1.0)
+        comp = np.maximum((F @ st.flops) / r.flops_per_s, mem / r.bytes_per_s).sum(1) \
+            + st.kernels * r.kernel_overhead_s
+        comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
+        return comp + comm - np.minimum(self.plan.overlap * comm, comp)
+
+    def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:
+        """``time_s`` of a single iteration with feature row ``f``."""
+        return float(self.time_s(f[None, :], n_seqs)[0])
+
+    def _microbatch(self, F: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """Feature rows of one of ``m`` equal microbatches (constant column kept, experts
+        recomputed for the microbatch's tokens)."""
+        out = F / m[:, None]
+        out[:, 0] = 1.0
+        if self.moe:
+            e, k = self.moe.num_experts, self.moe.experts_per_token
+            out[:, -1] = e * (1.0 - (1.0 - k / e) ** out[:, 1])
+        return out
+
+    def dynamic_work(self, feature_sum: np.ndarray) -> np.ndarray:
+        """(FLOPs, weight bytes, KV bytes, activation bytes) summed over all devices of the
+        replica for iterations whose features sum to ``feature_sum``."""
+        return sum(st.energy @ feature_sum for st in self.stages) * self.plan.tp
+
+    # ---- memory ------------------------------------------------------------------------------
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes of one cached token on the fullest device (no sliding-window cap:
+        paged engines allocate every layer's blocks)."""
+        return max(kv_cache_bytes_per_token(m, self.precision) for m in self._ctx.stage_models)
+
+    def free_bytes_per_device(self, token_budget: int) -> float:
+        """Device memory left after the stage's weights and the activations of a pass over
+        ``token_budget`` tokens (smallest over stages) [bytes]."""
+        cap = self.hardware.memory_capacity_bytes
+        free = []
+        for s in range(len(self.stages)):
+            n = max(1, token_budget)
+            act = activation_peak_bytes(_device_ops(self._ctx, s, 1, n, n + 1, 1))
+            free.append(cap - _stage_weight_bytes(self._ctx, s) - act)
+        return min(free)
+
+    @property
+    def devices(self) -> int:
+        return self.plan.tp * self.plan.pp
+
+
+def _affine_fit(X: np.ndarray, Y: np.ndarray, name: str) -> np.ndarray:
+    """Least-squares coefficients (features, ops) of Y = X C; ConfigError if not exact."""
+    scale = np.maximum(np.abs(Y).max(0), 1e-30)
+    xs = np.maximum(np.abs(X).max(0), 1e-30)
+    C, *_ = np.linalg.lstsq(X / xs, Y / scale, rcond=None)
+    resid = np.abs((X / xs) @ C - Y / scale).max() if Y.size else 0.0
+    if resid > _FIT_TOLERANCE:
+        raise ConfigError(f"{name}: operator costs are not affine in the batch features "
+                          f"(residual {resid:.2g}); the serving simulator cannot model it")
+    return C / xs[:, None] * scale

@@ -1,0 +1,218 @@
+"""The serving simulator against published max-load throughput (TensorRT-LLM perf-overview
+tables, in-flight batching, fixed ISL/OSL; ``tests/data/serving_trtllm_max_load.csv``, rows
+copied from ``/work/shared/validation/batched_throughput.csv`` with their source URLs).
+
+Each row is simulated at max load with the TensorRT-LLM profile (efficiency and scheduler
+defaults), ``MAX_LOAD_REQUESTS`` requests of the row's ISL/OSL, the row's precision (FP8 =
+FP8 weights, GEMMs and KV cache, as the docs up to v0.17 state) and TP over the matching
+NVLink cluster preset. Nothing here is fitted to these rows, so every GPU is out of sample
+(leave-one-GPU-out equals the per-GPU error).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+from ..calibration.efficiency import efficiency_for
+from ..parallel import ParallelPlan
+from ..precision import precision_preset
+from ..presets import load_hardware, load_model
+from ..units import S_PER_MS
+from .cost import IterationCost
+from .config import FRAMEWORK_DEFAULTS
+from .engine import simulate
+from .report import summarize
+from .requests import RequestSpec
+
+MAX_LOAD_REQUESTS = 1000
+MODELS = {"Llama-3-8B": "llama-3-8b", "Llama-3.1-8B": "llama-3.1-8b", "Llama-2-7B": "llama-2-7b",
+          "Mistral-7B": "mistral-7b-v0.1", "Mixtral-8x7B": "mixtral-8x7b",
+          "Llama-3.1-70B": "llama-3.1-70b", "Llama-3-70B": "llama-3-70b",
+          "Llama-3.3-70B": "llama-3.3-70b", "Llama-2-70B": "llama-2-70b",
+          "Llama-3.1-8B-Instruct": "llama-3.1-8b", "Llama-3.1-70B-Instruct": "llama-3.1-70b"}
+DEVICES = {"NVIDIA H100 SXM 80GB": "nvidia-h100-sxm", "NVIDIA A100 SXM4 80GB": "nvidia-a100-sxm-80gb",
+           "NVIDIA A100 PCIe 80GB": "nvidia-a100-pcie-80gb", "NVIDIA L40S": "nvidia-l40s",
+           "NVIDIA B200": "nvidia-b200",
+           "NVIDIA H100 80GB (form factor not stated)": "nvidia-h100-sxm",
+           "NVIDIA A100 80GB (form factor not stated)": "nvidia-a100-sxm-80gb"}
+CLUSTERS = {"nvidia-h100-sxm": "8x-nvidia-h100-sxm-nvlink",
+            "nvidia-a100-sxm-80gb": "4x-nvidia-a100-sxm-80gb-nvlink"}
+PRECISIONS = {"FP16": "FP16", "BF16": "BF16", "FP8": "FP8"}
+
+
+@dataclass(frozen=True)
+class MaxLoadRow:
+    row_id: str
+    hardware: str
+    model: str
+    precision: str
+    tp: int
+    isl: int
+    osl: int
+    measured: float           # output tokens/s, whole system
+    source: str
+
+
+@dataclass(frozen=True)
+class MaxLoadComparison:
+    row: MaxLoadRow
+    predicted: float | None
+    skipped: str | None = None
+
+    @property
+    def error(self) -> float | None:
+        return None if self.predicted is None else self.predicted / self.row.measured - 1
+
+
+def load_rows(path: str | Path) -> tuple[MaxLoadRow, ...]:
+    with open(path, newline="") as f:
+        return tuple(MaxLoadRow(r["row_id"], r["hardware"], r["model"], r["precision_weights"],
+                                int(float(r["tp"])), int(float(r["isl"])), int(float(r["osl"])),
+                                float(r["value"]), r["source_url"])
+                     for r in csv.DictReader(f) if r["metric"] == "output_tok_s_total")
+
+
+def device_for(row: MaxLoadRow) -> str | None:
+    dev = DEVICES.get(row.hardware)
+    if dev is None or row.tp == 1:
+        return dev
+    return CLUSTERS.get(dev)
+
+
+@functools.lru_cache(maxsize=1024)
+def predict(model: str, device: str, precision: str, tp: int, isl: int, osl: int,
+            requests: int = MAX_LOAD_REQUESTS) -> float:
+    """Simulated max-load output tokens/s of TensorRT-LLM for one configuration."""
+    hw = load_hardware(device)
+    m = load_model(model)
+    cost = IterationCost(m, hw, precision_preset(precision), ParallelPlan(tp=tp),
+                         efficiency_for(hw, "tensorrt-llm"))
+    cfg = FRAMEWORK_DEFAULTS["tensorrt-llm"].config
+    res = simulate(cost, cfg, RequestSpec(isl=isl, osl=osl, requests=requests))
+    return summarize(res, cost).output_tokens_per_s
+
+
+def compare(rows, requests: int = MAX_LOAD_REQUESTS) -> tuple[MaxLoadComparison, ...]:
+    out = []
+    for r in rows:
+        dev, model = device_for(r), MODELS.get(r.model)
+        prec = PRECISIONS.get(r.precision)
+        if dev is None or model is None or prec is None:
+            out.append(MaxLoadComparison(r, None, "no preset for this hardware, model, "
+                                                  "precision or TP"))
+            continue
+        try:
+            out.append(MaxLoadComparison(r, predict(model, dev, prec, r.tp, r.isl, r.osl,
+                                                    requests)))
+        except Exception as e:          # noqa: BLE001 - a row that cannot run is reported
+            out.append(MaxLoadComparison(r, None, str(e).splitlines()[0]))
+    return tuple(out)
+
+
+def error_summary(comps) -> dict:
+    """Median |predicted / measured - 1| overall and per GPU (= leave-one-GPU-out: nothing is
+    fitted), with the signed median (bias) and the row counts."""
+    ok = [c for c in comps if c.error is not None]
+    by: dict[str, list[float]] = {}
+    for c in ok:
+        by.setdefault(c.row.hardware, []).append(c.error)
+    return {
+        "rows": len(ok), "skipped": len(comps) - len(ok),
+        "median_abs_error": median(abs(c.error) for c in ok) if ok else None,
+        "median_signed_error": median(c.error for c in ok) if ok else None,
+        "per_gpu": {k: {"rows": len(v), "median_abs_error": median(abs(e) for e in v),
+                        "median_signed_error": median(v)} for k, v in sorted(by.items())},
+    }
+
+
+# ---- request-rate rows (reported, not fitted) -----------------------------------------------
+
+SHAREGPT_ISL_ASSUMED = 220     # mean prompt tokens of the ShareGPT runs: NOT in the source
+RATE_REQUESTS = 500
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    """One published serving point and the simulated one (rate None = max load)."""
+    framework: str
+    model: str
+    hardware: str
+    tp: int
+    isl: int | None
+    osl: int | None
+    rate: float | None
+    measured: dict             # metric -> value (ms for latencies)
+    predicted: dict
+    statistic: str             # "mean" (Triton table) or "median" (SGLang/vLLM README)
+    assumptions: tuple[str, ...]
+
+
+def _qps(notes: str) -> float | None:
+    import re
+    m = re.search(r"QPS=([0-9.]+|inf)", notes) or re.search(r"request rate ([0-9.]+) req/s",
+                                                            notes)
+    if m is None or m.group(1) == "inf" or "max load" in notes:
+        return None
+    return float(m.group(1))
+
+
+def rate_points(path: str | Path, requests: int = RATE_REQUESTS,
+                rates: tuple | None = None) -> tuple[RatePoint, ...]:
+    """Group the rate rows by setup and simulate each (TensorRT-LLM profile for the Triton
+    table, vLLM profile for the SGLang and vLLM rows; ShareGPT lengths lognormal with the mean
+    output length implied by the max-load rows and an assumed mean prompt length). ``rates``
+    keeps only setups at those request rates (None in it = max load)."""
+    groups: dict[tuple, dict] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["framework"], r["model"], r["hardware"], int(float(r["tp"])),
+                   int(float(r["isl"])) if r["isl"] else None,
+                   int(float(r["osl"])) if r["osl"] else None, _qps(r["notes"]),
+                   r["row_id"] if "Triton" in r["framework"] else "")
+            groups.setdefault(key[:7], {})[r["metric"]] = float(r["value"])
+    sharegpt_osl = _sharegpt_mean_osl(groups)
+    return tuple(_rate_point(k, v, sharegpt_osl, requests) for k, v in groups.items()
+                 if rates is None or k[6] in rates)
+
+
+def _sharegpt_mean_osl(groups) -> dict:
+    out = {}
+    for (fw, model, hw, tp, isl, osl, rate), m in groups.items():
+        if isl is None and rate is None and "requests_s" in m and "output_tok_s_total" in m:
+            out[(fw, model)] = m["output_tok_s_total"] / m["requests_s"]
+    return out
+
+
+def _rate_point(key, measured, sharegpt_osl, requests) -> RatePoint:
+    import numpy as np
+    from .report import per_request
+    fw, model, hw_label, tp, isl, osl, rate = key
+    dev = DEVICES[hw_label] if tp == 1 else CLUSTERS[DEVICES[hw_label]]
+    hw = load_hardware(dev)
+    profile = "tensorrt-llm" if "TensorRT" in fw else "vllm"
+    notes = []
+    if isl is None:
+        osl_mean = round(sharegpt_osl.get((fw, model), 200))
+        isl_mean = SHAREGPT_ISL_ASSUMED
+        notes.append(f"ShareGPT: lognormal lengths, mean output {osl_mean} tokens (max-load "
+                     f"rows), mean prompt {isl_mean} tokens ASSUMED")
+        spec = RequestSpec(isl=isl_mean, osl=osl_mean, lengths="lognormal", spread=0.8,
+                           requests=requests)
+    else:
+        spec = RequestSpec(isl=isl, osl=osl, requests=requests)
+    if rate is not None:
+        spec = spec.with_rate(rate)
+    cost = IterationCost(load_model(MODELS[model]), hw, precision_preset("BF16"),
+                         ParallelPlan(tp=tp), efficiency_for(hw, profile))
+    res = simulate(cost, FRAMEWORK_DEFAULTS[profile].config, spec)
+    ttft, tpot, _ = per_request(res)
+    stat = np.nanmean if "Triton" in fw else np.nanmedian
+    pred = {"output_tok_s_total": summarize(res, cost).output_tokens_per_s,
+            "ttft_ms": float(stat(ttft)) / S_PER_MS, "tpot_ms": float(stat(tpot)) / S_PER_MS}
+    return RatePoint(fw, model, hw_label, tp, isl, osl, rate,
+                     {k: v for k, v in measured.items() if k in pred}, pred,
+                     "mean" if "Triton" in fw else "median", tuple(notes))

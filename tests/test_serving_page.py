@@ -1,0 +1,96 @@
+"""The Serving page under streamlit.testing.v1.AppTest: every view renders clean, the numbers
+are the core's, URL settings are applied, bad link values warn, impossible deployments give a
+message (never a traceback)."""
+
+from apptest_util import metric, open_page
+
+from llmpara_core import serving
+from llmpara_core.precision import precision_preset
+from llmpara_core.presets import load_hardware, load_model
+from ui.format import sig
+
+PAGE = "app_pages/serving_page.py"
+BASE = dict(model="llama-3.1-8b", hardware="nvidia-h100-sxm", prompt="512", gen="128",
+            sv_requests="150")
+
+
+def _clean(at, what):
+    assert not at.exception, (what, [e.value for e in at.exception])
+    assert not at.error, (what, [e.value for e in at.error])
+
+
+def test_default_view_matches_the_core():
+    at = open_page(PAGE, **BASE, sv_search="false")
+    _clean(at, "default")
+    assert not at.warning, [w.value for w in at.warning]
+    assert len(at.get("plotly_chart")) == 1                 # running batch / KV over time
+    assert len(at.dataframe) >= 2                            # latency, capacity
+    hw = load_hardware("nvidia-h100-sxm")
+    st = serving.serve(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
+                       serving.RequestSpec(isl=512, osl=128, arrival="poisson", rate=4.0,
+                                           requests=150),
+                       serving.engine_config("generic")[0], search=False)
+    assert metric(at, "Requests/s") == sig(st.summary.requests_per_s)
+    assert metric(at, "Max rate meeting SLO") == "–"
+
+
+def test_url_settings_apply_and_views_render():
+    at = open_page(PAGE, **BASE, sv_arrival="max-load", sv_maxbatch="32", sv_target="100",
+                   sv_points="4")
+    _clean(at, "max load")
+    assert any("32 running requests" in c.value for c in at.caption)
+    assert float(metric(at, "Mean running batch")) <= 32
+    assert "req/s" in metric(at, "Max rate meeting SLO")
+    assert any("GPUs** for 100 req/s" in c.value for c in at.caption)
+    for view, charts in (("Latency vs load", 2), ("Frontier", 1)):
+        at.segmented_control(key="sv_view").set_value(view).run()
+        _clean(at, view)
+        assert len(at.get("plotly_chart")) == charts, view
+        assert at.dataframe, view
+
+
+def test_frontier_over_tensor_parallel_on_a_cluster():
+    at = open_page(PAGE, **{**BASE, "sv_requests": "100"}, sv_view="Frontier",
+                   sv_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)")
+    _clean(at, "frontier")
+    df = at.dataframe[0].value
+    assert sorted(set(df.tp)) == [1, 2, 4, 8]
+    assert df.on_front.any()
+
+
+def test_disaggregated_view_on_a_cluster():
+    at = open_page(PAGE, **{**BASE, "sv_requests": "100"}, sv_view="Disaggregated",
+                   sv_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)", sv_dgpus="4")
+    _clean(at, "disaggregated")
+    assert len(at.dataframe[0].value) == 3                   # splits 1:3, 2:2, 3:1
+    assert ":" in metric(at, "Best split (P:D)")
+    at = open_page(PAGE, **{**BASE, "sv_requests": "50"}, sv_view="Disaggregated")
+    assert not at.exception
+    assert any("interconnect" in e.value for e in at.error)  # single device, no link
+
+
+def test_bad_link_values_warn_and_fall_back():
+    at = open_page(PAGE, **BASE, sv_rate="-3", sv_arrival="sometimes", sv_tp="zero",
+                   sv_search="false")
+    assert not at.exception
+    texts = " ".join(w.value for w in at.warning)
+    for key in ("sv_rate", "sv_arrival", "sv_tp"):
+        assert key in texts, key
+    assert metric(at, "Requests/s")
+
+
+def test_impossible_deployments_give_messages():
+    at = open_page(PAGE, **BASE, sv_tp="2", sv_search="false")        # no links
+    assert not at.exception
+    assert any("interconnect" in e.value for e in at.error)
+    at = open_page(PAGE, **{**BASE, "prompt": "0"}, sv_search="false")
+    assert not at.exception
+    assert any("ISL" in e.value for e in at.error)
+
+
+def test_a_small_kv_cache_shows_preemptions():
+    at = open_page(PAGE, **BASE, sv_arrival="max-load", sv_kvfrac="0.01", sv_search="false")
+    _clean(at, "small KV")
+    assert int(metric(at, "Preemptions").replace(",", "")) > 0
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "preemptions (cumulative)" in fig

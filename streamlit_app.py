@@ -11,6 +11,7 @@ to whoever opens a deep link first (e.g. a shared link to a woken-up Community C
 """
 
 import re
+from pathlib import Path
 
 import streamlit as st
 
@@ -36,7 +37,11 @@ def _url_path(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-st.set_page_config(page_title="LLM-Para", page_icon=":material/speed:", layout="wide")
+# A local image: a ":material/..." page icon is fetched from a font server, and nothing may
+# leave the machine (the app works offline).
+ICON = Path(__file__).resolve().parent / "ui" / "assets" / "icon.png"
+st.set_page_config(page_title="LLM-Para", page_icon=str(ICON), layout="wide")
+st.logo(str(ICON), size="large")
 
 sections: dict[str, list] = {}
 for i, (section, path, title, icon) in enumerate(PAGES):

@@ -146,12 +146,25 @@ def hardware_options() -> list[str]:
 @functools.lru_cache(maxsize=4096)
 def preset_label(kind: str, slug: str) -> str:
     """'family · name' (models) or 'class · name' (hardware) for selectboxes; search matches
-    both parts."""
+    both parts. Page-local link values use this text: keep it stable."""
     for i in list_presets(kind):
         if i.slug == slug:
             group = i.category or "other"
             return f"{group} · {i.name}"
     return slug
+
+
+@functools.lru_cache(maxsize=4096)
+def preset_name(kind: str, slug: str) -> str:
+    """The preset's display name ('NVIDIA H100 SXM5 80GB')."""
+    return preset_label(kind, slug).split(" · ", 1)[-1]
+
+
+def name_first(kind: str, slug: str) -> str:
+    """'name · group' for the sidebar's selectboxes (its values are slugs, so this text never
+    enters a link): a narrow sidebar cuts the group, never the name."""
+    group, _, name = preset_label(kind, slug).partition(" · ")
+    return f"{name} · {group}" if name else group
 
 
 def model_label(slug: str) -> str:
@@ -437,7 +450,8 @@ def _model_section() -> None:
     st.radio("Model source", [SOURCE_PRESET, SOURCE_CONFIG], key=_SOURCE, horizontal=True,
              help="A preset, or any Hugging Face config.json (uploaded or pasted).")
     if ss[_SOURCE] == SOURCE_PRESET:
-        st.selectbox("Model preset", model_options(), key="model", format_func=model_label,
+        st.selectbox("Model preset", model_options(), key="model",
+                     format_func=lambda s: name_first("models", s),
                      help="Type to search; grouped by family.", on_change=_reset_arch)
         _architecture_editor()
         return
@@ -507,7 +521,8 @@ def _hardware_section(scn: Scenario | None) -> None:
         _hardware_file_section()
     else:
         st.selectbox("Hardware preset", hardware_options(), key="hardware",
-                     format_func=hardware_label, on_change=_on_hardware_change,
+                     format_func=lambda s: name_first("hardware", s),
+                     on_change=_on_hardware_change,
                      help="Type to search; grouped by class.")
     st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
                  format_func=lambda f: ("generic (class fit)" if f == GENERIC
@@ -526,7 +541,9 @@ def _hardware_section(scn: Scenario | None) -> None:
         st.caption(f"{r.dtype_used.value} peak {fmt_flops_per_s(r.flops_per_s)} · "
                    f"{fmt_bandwidth(hw.memory_bandwidth_bytes_per_s)} · "
                    f"{fmt_bytes(hw.memory_capacity_bytes)} (GB = 10⁹ B) · "
-                   f"ridge {sig(r.ridge_flops_per_byte)} FLOP/B")
+                   f"ridge at peak rates {sig(r.ridge_flops_per_byte)} FLOP/B"
+                   + (f" · {hw.interconnect.devices} devices" if hw.interconnect
+                      and hw.interconnect.devices > 1 else ""))
     n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
     if n_over:
         st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.scenario import render_link_warnings, render_share_link, render_sidebar
+from ui.scenario import (open_warning_slot, render_link_warnings, render_share_link,
+                         render_sidebar)
 
 # (section, file, title, icon). The first page is the default one.
 PAGES = [
@@ -50,10 +51,10 @@ for i, (section, path, title, icon) in enumerate(PAGES):
 page = st.navigation(sections)
 
 share_slot = render_sidebar()
-warning_slot = st.container()
-try:
-    page.run()
-finally:
-    with warning_slot:
-        render_link_warnings()
-    render_share_link(share_slot)
+# Link warnings and "Copy link" are drawn before the page runs (and warnings a page adds, at
+# once), then again after it: a page that stops (st.stop) or fails keeps both on screen.
+open_warning_slot()
+render_share_link(share_slot)
+page.run()
+render_link_warnings()
+render_share_link(share_slot)

@@ -39,7 +39,8 @@ CHART_JS = r"""
   const out = [];
   document.querySelectorAll('.js-plotly-plot').forEach((el, i) => {
     const fl = el._fullLayout; if (!fl) return;
-    const title = (fl.title && fl.title.text) || ('chart ' + i);
+    const lt = el.layout && el.layout.title;
+    const title = (lt && (lt.text || (typeof lt === 'string' ? lt : ''))) || ('chart ' + i);
     for (const name of Object.keys(fl)) {
       if (!/^[xy]axis\d*$/.test(name)) continue;
       const ax = fl[name]; if (!ax || ax.visible === false) continue;
@@ -101,7 +102,8 @@ def nav_pages(page) -> list[tuple[str, str]]:
     out = []
     for i in range(links.count()):
         link = links.nth(i)
-        out.append((link.inner_text().strip(), urlparse(link.get_attribute("href")).path))
+        title = link.inner_text().strip().splitlines()[-1].strip()   # after the icon's name
+        out.append((title, urlparse(link.get_attribute("href")).path))
     return out
 
 

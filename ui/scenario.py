@@ -191,12 +191,31 @@ def ensure_state() -> None:
     state, warnings = parse_query(raw, cat)
     for k, v in state.items():
         ss[k] = v
+    warnings = list(warnings) + _drop_invalid_arch_edits()
     ss[_WARNINGS] = list(warnings)
     ss.setdefault(_SOURCE, SOURCE_PRESET)
     ss.setdefault(_HW_SOURCE, HW_PRESET)
     ss.setdefault(IMAGE_FORMAT, "png")
     ss[_LOADED] = True
     _save_shadow()
+
+
+def _drop_invalid_arch_edits() -> list[str]:
+    """Architecture edits from a link that make the model invalid (each value in range, the
+    combination not: 7 heads for hidden size 4096) are dropped with a warning naming them."""
+    ss = st.session_state
+    edited = [a.key for a in ARCH_EDITS if ss.get(a.key) is not None]
+    if not edited:
+        return []
+    try:
+        _build(tuple(current_state().items()), None)
+        return []
+    except ConfigError as e:
+        keys = ", ".join(f"`{k}={format_number(ss[k])}`" for k in edited)
+        for k in edited:
+            ss[k] = None
+        return [f"Link architecture edits {keys} dropped: {escape_md(e)}; using the preset's "
+                "dimensions."]
 
 
 def _save_shadow() -> None:
@@ -232,11 +251,16 @@ def sync_url() -> None:
             del qp[k]
 
 
+_WARNING_SLOT = "_link_warning_slot"
+
+
 def add_warning(message: str) -> None:
-    """A link problem shown at the top of the page until dismissed (markdown-safe text)."""
+    """A link problem shown at the top of the page until dismissed (markdown-safe text). It is
+    drawn at once, so it stays visible even if the page stops right after (``st.stop``)."""
     lst = st.session_state.setdefault(_WARNINGS, [])
     if message not in lst:
         lst.append(message)
+        _draw_warnings(final=False)
 
 
 def link_warnings() -> list[str]:
@@ -247,13 +271,37 @@ def _dismiss_warnings() -> None:
     st.session_state[_WARNINGS] = []
 
 
-def render_link_warnings() -> None:
+def _draw_warnings(final: bool) -> None:
+    """(Re)draw the link warnings into this run's slot; the dismiss button only in the final
+    drawing (a widget may be drawn once per run)."""
+    slot = st.session_state.get(_WARNING_SLOT)
+    if slot is None:
+        return
     msgs = link_warnings()
     if not msgs:
+        slot.empty()
         return
-    for m in msgs:
-        st.warning(m, icon=":material/link_off:")
-    st.button("Dismiss link warnings", key="_dismiss_link_warnings", on_click=_dismiss_warnings)
+    with slot.container():
+        for m in msgs:
+            st.warning(m, icon=":material/link_off:")
+        if final:
+            st.button("Dismiss link warnings", key="_dismiss_link_warnings",
+                      on_click=_dismiss_warnings)
+
+
+def open_warning_slot() -> None:
+    """Reserve the place of the link warnings (top of the page) and draw the ones known before
+    the page runs; warnings a page adds later appear there at once."""
+    st.session_state[_WARNING_SLOT] = st.empty()
+    _draw_warnings(final=False)
+
+
+def render_link_warnings() -> None:
+    """The final drawing of the link warnings (with the dismiss button), after the page ran."""
+    if st.session_state.get(_WARNING_SLOT) is None:
+        open_warning_slot()
+    _draw_warnings(final=True)
+    st.session_state.pop(_WARNING_SLOT, None)
 
 
 # ---- building the scenario ------------------------------------------------------------------
@@ -618,7 +666,7 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
     restore_state()
     st.session_state[_PAGE_LINK] = {}
     with st.sidebar:
-        share = st.container()
+        share = st.empty()
         st.subheader("Model", divider="gray")
         _model_section()
         scn, err = try_scenario()
@@ -639,8 +687,9 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
 
 
 def render_share_link(container) -> None:
-    """'Copy link': the current page's URL with every scenario key spelled out (v=1) plus the
-    page's own settings."""
+    """'Copy link' into ``container`` (an ``st.empty``; drawn before the page runs and again
+    after, so it survives a page that stops): the current page's URL with every scenario key
+    spelled out (v=1) plus the page's own settings."""
     scn, _ = try_scenario()
     pairs = list(to_query(current_state()).items())
     for k, v in st.session_state.get(_PAGE_LINK, {}).items():
@@ -648,7 +697,7 @@ def render_share_link(container) -> None:
             pairs.append((k, item))
     base = st.context.url or ""
     link = f"{base}?{links.query_string(pairs)}"
-    with container:
+    with container.container():
         with st.expander("Copy link", expanded=False, icon=":material/link:"):
             st.code(link, language=None, wrap_lines=True)
             st.caption("Every parameter is spelled out (link format v=1), so the link keeps its "

@@ -91,8 +91,15 @@ def raw_operators_frame(report: Report) -> pd.DataFrame:
     return pd.DataFrame.from_records([row_to_dict(r) for r in all_rows(report)])
 
 
+CSV_ENCODING = "utf-8-sig"
+"""UTF-8 with a byte-order mark: Excel then reads 'µs', '≤' and '·' in headers correctly
+(without it, Excel assumes the local code page and garbles them); Python, pandas and
+LibreOffice skip the mark."""
+
+
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False).encode("utf-8")
+    """The CSV every download button serves (UTF-8 with BOM, no index)."""
+    return df.to_csv(index=False).encode(CSV_ENCODING)
 
 
 def report_json(report: Report, include_operators: bool = True) -> bytes:

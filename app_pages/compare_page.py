@@ -113,8 +113,9 @@ with st.spinner("Analysing the scenarios…"):
 
 for i, (label, rep, err) in enumerate(results):
     c1, c2 = st.columns([12, 1], vertical_alignment="center")
-    full = f"{model_label(rows[i][0])} · {hardware_label(rows[i][1])} · {rows[i][2]}"
-    c1.markdown(f"**{escape_md(label)}** — {escape_md(full)}"
+    full = (f"{preset_name('models', rows[i][0])} · {preset_name('hardware', rows[i][1])} · "
+            f"{rows[i][2]}")
+    c1.markdown(f"**{escape_md(label)}**" + (f" — {escape_md(full)}" if "…" in label else "")
                 + (f" — :red[{escape_md(err)}]" if err else ""))
     c2.button("✕", key=f"cmp_rm_{i}_{encode(rows[i])}", on_click=remove_row, args=(i,),
               help="Remove this row")

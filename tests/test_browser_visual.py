@@ -11,6 +11,7 @@ tests/out/visual/idle_times.json. Skipped, with the reason, where Chromium is ab
 from __future__ import annotations
 
 import json
+import os
 import time
 from urllib.parse import urlencode, urlparse
 
@@ -107,6 +108,18 @@ def nav_pages(page) -> list[tuple[str, str]]:
     return out
 
 
+def shoot(page, path) -> None:
+    """A screenshot of the whole page: Streamlit scrolls inside its own container, so the
+    viewport is stretched to the content's height (at most 7000 px) for the picture."""
+    height = page.evaluate("""() => Math.max(...Array.from(document.querySelectorAll(
+        '[data-testid="stMain"], [data-testid="stAppViewContainer"], section, div'))
+        .map(e => e.scrollHeight || 0).filter(h => h < 20000))""")
+    page.set_viewport_size({"width": WIDTH, "height": int(min(max(height, HEIGHT), 7000))})
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(path))
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+
+
 def settle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout_ms)
     page.wait_for_timeout(300)            # charts draw after the script stops
@@ -143,6 +156,9 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
     goto(page, f"{base}/{qs}")
     pages = nav_pages(page)
     assert len(pages) >= 5, pages
+    only = os.environ.get("VISUAL_PAGES")          # development: VISUAL_PAGES=overview,memory
+    if only:
+        pages = [p for p in pages if (p[1].strip("/") or "overview") in only.split(",")]
     for title, path in pages:
         goto(page, f"{base}{path}{qs}")
         where = f"[{tag} {theme}] {title}"
@@ -152,7 +168,7 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
         problems += [f"{where}: {p}" for p in chart_problems(page)]
         problems += [f"{where}: metric cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
         slug = path.strip("/") or "overview"
-        page.screenshot(path=str(SHOTS / f"{slug}-{tag}-{theme}.png"), full_page=True)
+        shoot(page, SHOTS / f"{slug}-{tag}-{theme}.png")
     problems += [f"[{tag} {theme}] request to another host: {u}" for u in sorted(set(foreign))]
     ctx.close()
     return problems

@@ -18,6 +18,7 @@ from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from .format import fmt_count, fmt_pct, fmt_times, sig
 
 MAX_NAME = 18
+LABEL_PX, CHART_PX = 230, 290       # fits a 1440 px window with the sidebar open
 _VENDORS = ("NVIDIA ", "AMD ", "Apple ", "Intel ", "Google ", "Qualcomm ", "GeForce ")
 
 # (column, higher is better) — the columns whose best value is highlighted.
@@ -115,14 +116,19 @@ def styled_compare(table: pd.DataFrame):
                         {"memory (GB)": sig, "capacity (GB)": sig, "max batch": "{:,}"})
 
 
-def _bars(df: pd.DataFrame, value: str, ideal: str | None, title: str, sel, log: bool):
+def _bars(df: pd.DataFrame, value: str, ideal: str | None, title: str, sel, log: bool,
+          labels: bool):
+    """Horizontal bars of ``value`` per scenario (estimated), a tick at ``ideal``; only the
+    left column of charts carries the scenario names (the rows are in the same order)."""
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     base = alt.Chart(df).encode(y=alt.Y("scenario:N", title=None, sort=None,
-                                        axis=alt.Axis(labelLimit=260)))
+                                        axis=alt.Axis(labelLimit=LABEL_PX, labels=labels,
+                                                      ticks=labels)))
     bars = base.mark_bar().encode(
         x=alt.X(f"{value}:Q", title=title, scale=scale, axis=alt.Axis(tickCount=5,
                                                                         format="~s")),
-        color=alt.condition(sel, alt.Color("fit:N", legend=alt.Legend(title="memory"),
+        color=alt.condition(sel, alt.Color("fit:N", legend=alt.Legend(title="memory",
+                                                                      orient="top"),
                                            scale=alt.Scale(domain=["fits", "does not fit"],
                                                            range=["#4C78A8", "#9E9E9E"])),
                             alt.value("rgba(128,128,128,0.25)")),
@@ -133,7 +139,7 @@ def _bars(df: pd.DataFrame, value: str, ideal: str | None, title: str, sel, log:
             x=alt.X(f"{ideal}:Q"),
             tooltip=["scenario", alt.Tooltip(f"{ideal}:Q", title=f"{title}, ideal",
                                              format=".3~s")]))
-    return alt.layer(*layers).properties(height=alt.Step(26), width=330, title=title)
+    return alt.layer(*layers).properties(height=alt.Step(26), width=CHART_PX, title=title)
 
 
 def compare_charts(table: pd.DataFrame, log: bool = False):
@@ -147,10 +153,11 @@ def compare_charts(table: pd.DataFrame, log: bool = False):
     df = df[["scenario", "fit", "ttft", "tpot", "tps", "mem", "cap", "ttft_i", "tpot_i",
              "tps_i"]]
     sel = alt.selection_point(fields=["scenario"], name="pick")
-    row1 = alt.hconcat(_bars(df, "ttft", "ttft_i", "TTFT (ms)", sel, log),
-                       _bars(df, "tpot", "tpot_i", "TPOT (ms)", sel, log))
-    row2 = alt.hconcat(_bars(df, "tps", "tps_i", "Decode tokens/s (aggregate)", sel, log),
-                       _bars(df, "mem", "cap", "Memory needed (GB); tick = capacity", sel, log))
+    row1 = alt.hconcat(_bars(df, "ttft", "ttft_i", "TTFT (ms)", sel, log, True),
+                       _bars(df, "tpot", "tpot_i", "TPOT (ms)", sel, log, False))
+    row2 = alt.hconcat(_bars(df, "tps", "tps_i", "Decode tokens/s (aggregate)", sel, log, True),
+                       _bars(df, "mem", "cap", "Memory needed (GB), tick = capacity", sel, log,
+                             False))
     with warnings.catch_warnings():     # one selection shared by all views is the intent
         warnings.filterwarnings("ignore", "Automatically deduplicated selection")
         return alt.vconcat(row1, row2).add_params(sel).resolve_scale(color="shared")

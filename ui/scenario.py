@@ -161,10 +161,9 @@ def preset_name(kind: str, slug: str) -> str:
 
 
 def name_first(kind: str, slug: str) -> str:
-    """'name · group' for the sidebar's selectboxes (its values are slugs, so this text never
-    enters a link): a narrow sidebar cuts the group, never the name."""
-    group, _, name = preset_label(kind, slug).partition(" · ")
-    return f"{name} · {group}" if name else group
+    """The preset's name alone for the sidebar's selectboxes (their values are slugs, so this
+    text never enters a link): 'class · name' did not fit the sidebar's width."""
+    return preset_name(kind, slug)
 
 
 def model_label(slug: str) -> str:

@@ -376,3 +376,29 @@ def test_csv_downloads_open_in_excel():
     data = csv_bytes(pd.DataFrame({"estimated µs": [1.5]}))
     assert data.startswith(b"\xef\xbb\xbf")
     assert data.decode("utf-8-sig").splitlines()[0] == "estimated µs"
+
+
+def test_architecture_editor_features_travel_in_the_link():
+    """MoE on a dense preset, plain FFN, LayerNorm and RoPE theta from a_* link keys drive
+    the numbers; MLA ranks apply to an MLA model; the editor shows the MoE/MLA/RoPE fields."""
+    base = run_app(None).session_state["overview_numbers"]
+    at = run_app(None, a_experts="8", a_topk="2", a_ffn_kind="plain", a_norm="layernorm",
+                 a_rope_theta="1000000")
+    assert not at.exception and not at.error and not at.warning
+    moe = at.session_state["overview_numbers"]
+    # 8 experts of 2 matrices (plain FFN) of 4096 x 14336 in 32 layers: ~7.5e9 more params
+    assert moe["params_total"] > base["params_total"] + 5e9
+    assert moe["params_active"] < moe["params_total"]
+    assert "MoE" in " ".join(c.value for c in at.sidebar.caption)
+    ops = run_app("app_pages/operators_page.py", a_rope_theta="1000000", a_norm="layernorm")
+    notes = set(ops.dataframe[0].value["note"])
+    assert "RoPE theta = 1e+06" in notes and any(n.startswith("LayerNorm") for n in notes)
+    ds = run_app(None, model="deepseek-v2-lite", a_kv_rank="256")
+    ds_base = run_app(None, model="deepseek-v2-lite")
+    kv = ds.session_state["overview_numbers"]["kv_cache_bytes_per_token"]
+    assert kv < ds_base.session_state["overview_numbers"]["kv_cache_bytes_per_token"]
+    labels = {w.label for w in ds.sidebar.number_input}
+    assert {"KV latent rank (MLA)", "RoPE theta"} <= labels
+    bad = run_app(None, a_ffn_kind="swiglu", a_kv_rank="64")   # bad choice; no MLA in Llama
+    text = " ".join(w.value for w in bad.warning)
+    assert "`a_ffn_kind`" in text and "`a_kv_rank=64`" in text and not bad.error

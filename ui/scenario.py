@@ -23,7 +23,7 @@ import streamlit as st
 from llmpara_core.calibration import FRAMEWORKS, GENERIC, efficiency_for
 from llmpara_core.errors import ConfigError, PresetNotFoundError
 from llmpara_core.hardware import Hardware
-from llmpara_core.model import Model, with_dimensions
+from llmpara_core.model import Model, PositionKind, with_architecture
 from llmpara_core.precision import PRECISION_PRESETS, DType, Precision
 from llmpara_core.presets import find_preset, list_presets, load_hardware, load_model
 from llmpara_core.roofline import rates
@@ -33,7 +33,7 @@ from llmpara_core.workload import Workload
 from . import links
 from .compute import model_from_config
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
-from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
+from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
                     OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
                     format_number, parse_query, to_query)
 
@@ -203,14 +203,15 @@ def _drop_invalid_arch_edits() -> list[str]:
     """Architecture edits from a link that make the model invalid (each value in range, the
     combination not: 7 heads for hidden size 4096) are dropped with a warning naming them."""
     ss = st.session_state
-    edited = [a.key for a in ARCH_EDITS if ss.get(a.key) is not None]
+    edited = [k for k in ARCH_KEYS if ss.get(k) is not None]
     if not edited:
         return []
     try:
         _build(tuple(current_state().items()), None)
         return []
     except ConfigError as e:
-        keys = ", ".join(f"`{k}={format_number(ss[k])}`" for k in edited)
+        keys = ", ".join(f"`{k}={ss[k] if isinstance(ss[k], str) else format_number(ss[k])}`"
+                         for k in edited)
         for k in edited:
             ss[k] = None
         return [f"Link architecture edits {keys} dropped: {escape_md(e)}; using the preset's "
@@ -344,9 +345,11 @@ def build_precision(state: dict) -> Precision:
     return p if p == base else replace(p, name="custom")
 
 
-def arch_edits(state: dict) -> dict[str, int]:
-    """The edited model dimensions of a state (Model field -> value)."""
-    return {a.field: int(state[a.key]) for a in ARCH_EDITS if state.get(a.key) is not None}
+def arch_edits(state: dict) -> dict:
+    """The edited architecture of a state (``with_architecture`` field -> value)."""
+    out: dict = {a.field: int(state[a.key]) for a in ARCH_EDITS if state.get(a.key) is not None}
+    out.update({c.field: state[c.key] for c in ARCH_CHOICES if state.get(c.key) is not None})
+    return out
 
 
 def with_framework(hardware: Hardware, framework: str) -> Hardware:
@@ -360,8 +363,8 @@ def with_framework(hardware: Hardware, framework: str) -> Hardware:
 @functools.lru_cache(maxsize=128)
 def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None) -> Scenario:
     state = dict(items)
-    model = custom if custom is not None else with_dimensions(load_model(state["model"]),
-                                                              **arch_edits(state))
+    model = custom if custom is not None else with_architecture(load_model(state["model"]),
+                                                                **arch_edits(state))
     base_hw = custom_hw if custom_hw is not None else load_hardware(state["hardware"])
     ov = _overrides(state)
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
@@ -520,29 +523,56 @@ def _model_section() -> None:
 
 
 def _reset_arch() -> None:
-    for a in ARCH_EDITS:
-        st.session_state[a.key] = None
+    for k in ARCH_KEYS:
+        st.session_state[k] = None
+
+
+_MOE_FIELDS = ("num_experts", "experts_per_token", "expert_intermediate_size",
+               "shared_intermediate_size")
+
+
+def _preset_value(base: Model, field: str):
+    """The preset's value of an editable field (None where the model lacks the feature)."""
+    if field in _MOE_FIELDS:
+        return getattr(base.moe, field) if base.moe is not None else None
+    if field in ("kv_lora_rank", "q_lora_rank"):
+        return getattr(base.mla, field) if base.mla is not None else None
+    value = getattr(base, field)
+    return value.value if hasattr(value, "value") else value
 
 
 def _architecture_editor() -> None:
-    """Blank = the preset's value; edits travel in the link (a_* keys)."""
+    """Blank = the preset's value; edits travel in the link (a_* keys). MoE fields on a dense
+    preset make it MoE; MLA ranks show for MLA models, RoPE fields for RoPE models."""
     ss = st.session_state
     try:
         base = load_model(ss["model"])
     except ConfigError as e:
         st.error(escape_md(e))
         return
-    n_edit = sum(ss.get(a.key) is not None for a in ARCH_EDITS)
+    n_edit = sum(ss.get(k) is not None for k in ARCH_KEYS)
     with st.expander("Edit architecture" + (f" ({n_edit} edited)" if n_edit else "")):
         st.caption("Blank = the preset's value. Any other field: use a config.json.")
         for a in ARCH_EDITS:
-            moe_field = a.field in ("num_experts", "experts_per_token",
-                                    "expert_intermediate_size")
-            if moe_field and base.moe is None:
+            pv = _preset_value(base, a.field)
+            if a.field in ("kv_lora_rank", "q_lora_rank") and base.mla is None:
                 continue
-            pv = getattr(base.moe if moe_field else base, a.field)
+            if a.field == "shared_intermediate_size" and base.moe is None:
+                continue
+            shown = pv if pv is not None else ("dense" if a.field in _MOE_FIELDS else "none")
             st.number_input(a.label, *ARCH_RANGE, value=None, key=a.key, step=1,
-                            placeholder=f"preset: {pv}")
+                            placeholder=f"preset: {shown}")
+        for c in ARCH_CHOICES:
+            pv = _preset_value(base, c.field)
+            if c.field.startswith("rope") and base.position is not PositionKind.ROPE:
+                continue
+            if c.options:
+                st.selectbox(c.label, [None, *c.options], key=c.key,
+                             format_func=lambda o, pv=pv: f"preset: {pv}" if o is None else o)
+            else:
+                st.number_input(c.label, min_value=c.lo + 1e-9, max_value=c.hi, value=None,
+                                key=c.key, format="%g", step=None,
+                                placeholder=f"preset: {pv:g}" if pv else "preset")
         if n_edit:
             st.button("Reset to preset", key="_reset_arch", on_click=_reset_arch)
 

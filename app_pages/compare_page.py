@@ -8,8 +8,8 @@ import streamlit as st
 from llmpara_core.errors import ConfigError
 from llmpara_core.export import report_to_dict
 from llmpara_core.precision import PRECISION_PRESETS
-from ui.compare import (COMPARE_COLUMNS, compare_charts, compare_table, raw_compare_frame,
-                        short_label, styled_compare)
+from ui.compare import (COMPARE_COLUMNS, chart_data, compare_spec, compare_table,
+                        raw_compare_frame, short_label, styled_compare)
 from ui.compute import preset_hardware, preset_model, report
 from ui.format import escape_md
 from ui.links import show_value
@@ -54,7 +54,8 @@ if ROWS not in st.session_state:
             rows.append(row)
     if not rows and not st.query_params.get_all("cmp"):
         base = (scn.model_slug, scn.hardware_slug, scn.precision_preset)
-        rows = [base, (scn.model_slug, scn.hardware_slug, "W4A16")]
+        other_prec = "W4A16" if scn.precision_preset != "W4A16" else "FP16"
+        rows = [base, (scn.model_slug, scn.hardware_slug, other_prec)]
         other = next((h for h in OTHER_HARDWARE if h != scn.hardware_slug
                       and h in hardware_options()), None)
         if other:
@@ -143,4 +144,4 @@ log = url_toggle("Log scale", key="cmp_log", value=False,
                  help="Linear unless the values span orders of magnitude.")
 st.caption("Click a bar to pick out that scenario in every chart (shift-click for several; "
            "double-click to clear). Bars = estimated, ticks = ideal (peak rates).")
-st.altair_chart(compare_charts(table, log), key="cmp_charts")
+st.vega_lite_chart(chart_data(table), compare_spec(log), key="cmp_charts")

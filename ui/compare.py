@@ -5,6 +5,7 @@ formats them."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Sequence
 
@@ -116,12 +117,12 @@ def styled_compare(table: pd.DataFrame):
                         {"memory (GB)": sig, "capacity (GB)": sig, "max batch": "{:,}"})
 
 
-def _bars(df: pd.DataFrame, value: str, ideal: str | None, title: str, sel, log: bool,
+def _bars(value: str, ideal: str | None, title: str, sel, log: bool,
           labels: bool):
     """Horizontal bars of ``value`` per scenario (estimated), a tick at ``ideal``; only the
     left column of charts carries the scenario names (the rows are in the same order)."""
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
-    base = alt.Chart(df).encode(y=alt.Y("scenario:N", title=None, sort=None,
+    base = alt.Chart().encode(y=alt.Y("scenario:N", title=None, sort=None,
                                         axis=alt.Axis(labelLimit=LABEL_PX, labels=labels,
                                                       ticks=labels)))
     bars = base.mark_bar().encode(
@@ -132,32 +133,53 @@ def _bars(df: pd.DataFrame, value: str, ideal: str | None, title: str, sel, log:
                                            scale=alt.Scale(domain=["fits", "does not fit"],
                                                            range=["#4C78A8", "#9E9E9E"])),
                             alt.value("rgba(128,128,128,0.25)")),
-        tooltip=["scenario", alt.Tooltip(f"{value}:Q", title=title, format=".3~s"), "fit"])
+        tooltip=["scenario:N", alt.Tooltip(f"{value}:Q", title=title, format=".3~s"),
+                 "fit:N"])
     layers = [bars]
     if ideal:
         layers.append(base.mark_tick(color="#F58518", thickness=2, size=18).encode(
             x=alt.X(f"{ideal}:Q"),
-            tooltip=["scenario", alt.Tooltip(f"{ideal}:Q", title=f"{title}, ideal",
+            tooltip=["scenario:N", alt.Tooltip(f"{ideal}:Q", title=f"{title}, ideal",
                                              format=".3~s")]))
     return alt.layer(*layers).properties(height=alt.Step(26), width=CHART_PX, title=title)
 
 
-def compare_charts(table: pd.DataFrame, log: bool = False):
-    """Four horizontal bar charts with one shared selection: TTFT, TPOT, aggregate tokens/s
-    and memory needed (capacity as a tick)."""
+def chart_data(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows the charts of :func:`compare_spec` draw (short column names)."""
     df = table.rename(columns={"TTFT (ms)": "ttft", "TPOT (ms)": "tpot",
                                "tok/s aggregate": "tps", "memory (GB)": "mem",
                                "capacity (GB)": "cap", "_ttft_ideal": "ttft_i",
                                "_tpot_ideal": "tpot_i", "_tps_ideal": "tps_i"})
     df["fit"] = df["fits"].map({True: "fits", False: "does not fit"})
-    df = df[["scenario", "fit", "ttft", "tpot", "tps", "mem", "cap", "ttft_i", "tpot_i",
-             "tps_i"]]
+    return df[["scenario", "fit", "ttft", "tpot", "tps", "mem", "cap", "ttft_i", "tpot_i",
+               "tps_i"]]
+
+
+@functools.lru_cache(maxsize=2)
+def compare_spec(log: bool = False) -> dict:
+    """Four horizontal bar charts (Altair, as a Vega-Lite spec without data: the page passes
+    :func:`chart_data` to ``st.vega_lite_chart``) with one shared selection: TTFT, TPOT,
+    aggregate tokens/s and memory needed (capacity as a tick). Built once per scale: Altair
+    takes about a second to serialise a chart, the data changes on every rerun."""
     sel = alt.selection_point(fields=["scenario"], name="pick")
-    row1 = alt.hconcat(_bars(df, "ttft", "ttft_i", "TTFT (ms)", sel, log, True),
-                       _bars(df, "tpot", "tpot_i", "TPOT (ms)", sel, log, False))
-    row2 = alt.hconcat(_bars(df, "tps", "tps_i", "Decode tokens/s (aggregate)", sel, log, True),
-                       _bars(df, "mem", "cap", "Memory needed (GB), tick = capacity", sel, log,
+    row1 = alt.hconcat(_bars("ttft", "ttft_i", "TTFT (ms)", sel, log, True),
+                       _bars("tpot", "tpot_i", "TPOT (ms)", sel, log, False))
+    row2 = alt.hconcat(_bars("tps", "tps_i", "Decode tokens/s (aggregate)", sel, log, True),
+                       _bars("mem", "cap", "Memory needed (GB), tick = capacity", sel, log,
                              False))
     with warnings.catch_warnings():     # one selection shared by all views is the intent
         warnings.filterwarnings("ignore", "Automatically deduplicated selection")
-        return alt.vconcat(row1, row2).add_params(sel).resolve_scale(color="shared")
+        chart = alt.vconcat(row1, row2).add_params(sel).resolve_scale(color="shared")
+        return _without_placeholder_data(chart.to_dict())
+
+
+def _without_placeholder_data(spec):
+    """Altair gives data-less views an empty named dataset; removed, every view draws the data
+    Streamlit attaches at the top."""
+    if isinstance(spec, dict):
+        return {k: _without_placeholder_data(v) for k, v in spec.items()
+                if not (k == "data" and v == {"name": "empty"})
+                and not (k == "datasets" and set(v) <= {"empty"})}
+    if isinstance(spec, list):
+        return [_without_placeholder_data(v) for v in spec]
+    return spec

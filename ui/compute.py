@@ -6,7 +6,7 @@ may mutate them. Every cache is bounded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
@@ -45,10 +45,17 @@ def preset_hardware(slug: str) -> Hardware:
     return presets.load_hardware(slug)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def decode_crossover(model: Model, hardware: Hardware, precision: Precision,
                      workload: Workload, max_batch: int):
-    """Smallest batch at which decode turns compute-bound (``llmpara_core.sweeps``)."""
+    """Smallest batch at which decode turns compute-bound (``llmpara_core.sweeps``). The search
+    sets the batch itself, so the cache ignores the workload's batch (a batch change on the
+    page does not repeat the search)."""
+    return _decode_crossover(model, hardware, precision, replace(workload, batch=1), max_batch)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _decode_crossover(model: Model, hardware: Hardware, precision: Precision,
+                      workload: Workload, max_batch: int):
     from llmpara_core.sweeps import decode_crossover_batch
     return decode_crossover_batch(model, hardware, precision, workload, max_batch=max_batch)
 

@@ -710,6 +710,9 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
         with st.expander("Display"):
             st.radio("Chart download format", ["png", "svg"], key=IMAGE_FORMAT,
                      horizontal=True, help="Format of the camera button on every chart.")
+            st.caption(":material/contrast: **Light or dark theme:** the ⋮ menu at the top "
+                       "right → *Settings* → *Theme* (System, Light, Dark). The app follows "
+                       "your system's setting until you choose.")
     sync_url()
     _save_shadow()
     return share

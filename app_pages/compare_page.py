@@ -54,7 +54,7 @@ if ROWS not in st.session_state:
             rows.append(row)
     if not rows and not st.query_params.get_all("cmp"):
         base = (scn.model_slug, scn.hardware_slug, scn.precision_preset)
-        other_prec = "W4A16" if scn.precision_preset != "W4A16" else "FP16"
+        other_prec = "W4A16" if scn.precision_preset != "W4A16" else "W8A8"
         rows = [base, (scn.model_slug, scn.hardware_slug, other_prec)]
         other = next((h for h in OTHER_HARDWARE if h != scn.hardware_slug
                       and h in hardware_options()), None)

@@ -183,7 +183,11 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
         problems += [f"{where}: {p}" for p in chart_problems(page)]
         problems += [f"{where}: metric cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
         slug = path.strip("/") or "overview"
-        shoot(page, SHOTS / f"{slug}-{tag}-{theme}.png")
+        shot = SHOTS / f"{slug}-{tag}-{theme}.png"
+        if tag == "default":
+            shoot(page, shot)             # the whole page
+        else:
+            page.screenshot(path=str(shot))   # the first screen (keeps the run short)
     problems += [f"[{tag} {theme}] request to another host: {u}" for u in sorted(set(foreign))]
     ctx.close()
     return problems

@@ -160,10 +160,19 @@ def preset_name(kind: str, slug: str) -> str:
     return preset_label(kind, slug).split(" · ", 1)[-1]
 
 
+_VENDOR_WORDS = ("NVIDIA", "GeForce", "AMD", "Instinct", "Apple", "Intel", "Google",
+                 "Qualcomm")
+
+
 def name_first(kind: str, slug: str) -> str:
-    """The preset's name alone for the sidebar's selectboxes (their values are slugs, so this
-    text never enters a link): 'class · name' did not fit the sidebar's width."""
-    return preset_name(kind, slug)
+    """The preset's name for the sidebar's selectboxes (their values are slugs, so this text
+    never enters a link), vendor words moved to the end ('2x RTX 4090 (PCIe) · NVIDIA
+    GeForce'): the sidebar cuts the end of a long label, so the model number stays visible
+    and the vendor is still searchable."""
+    words = preset_name(kind, slug).split(" ")
+    vendor = [w for w in words if w in _VENDOR_WORDS]
+    rest = [w for w in words if w not in _VENDOR_WORDS]
+    return " ".join(rest) + (" · " + " ".join(vendor) if vendor and rest else "")
 
 
 def model_label(slug: str) -> str:

@@ -43,7 +43,8 @@ if cluster is not None:
         st.page_link("app_pages/sharding_page.py", label="Open in Sharding",
                      icon=":material/arrow_forward:")
 
-device = (f"each {hw.name} of the {cluster.shard.devices}" if cluster is not None else hw.name)
+device = (f"each of the {cluster.shard.devices} devices of {hw.name}" if cluster is not None
+          else hw.name)
 warn = fit_warning(mem, device)
 if warn:
     st.warning(warn, icon=":material/warning:")

@@ -266,8 +266,8 @@ def kv_growth_figure(curve: Sequence[tuple[int, float]], weights: float, activat
                   annotation_text=f"device capacity {capacity / unit:.4g} {unit_name}",
                   annotation_position="top left")
     if 0 < prompt < ctx[-1]:
-        fig.add_vline(x=prompt, line_dash="dot", annotation_text="end of prompt",
-                      annotation_position="bottom right")
+        fig.add_vline(x=prompt, line_dash="dot", line_color="#8C8C8C",   # visible in dark too
+                      annotation_text="end of prompt", annotation_position="top right")
     fig.update_layout(title="Memory over the sequence (all sequences of the batch)", height=400,
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="Context length (tokens per sequence)")

@@ -11,10 +11,12 @@ to whoever opens a deep link first (e.g. a shared link to a woken-up Community C
 """
 
 import re
+from pathlib import Path
 
 import streamlit as st
 
-from ui.scenario import render_link_warnings, render_share_link, render_sidebar
+from ui.scenario import (open_warning_slot, render_link_warnings, render_share_link,
+                         render_sidebar)
 
 # (section, file, title, icon). The first page is the default one.
 PAGES = [
@@ -37,7 +39,11 @@ def _url_path(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-st.set_page_config(page_title="LLM-Para", page_icon=":material/speed:", layout="wide")
+# A local image: a ":material/..." page icon is fetched from a font server, and nothing may
+# leave the machine (the app works offline).
+ICON = Path(__file__).resolve().parent / "ui" / "assets" / "icon.png"
+st.set_page_config(page_title="LLM-Para", page_icon=str(ICON), layout="wide")
+st.logo(str(ICON), size="large")
 
 sections: dict[str, list] = {}
 for i, (section, path, title, icon) in enumerate(PAGES):
@@ -46,10 +52,10 @@ for i, (section, path, title, icon) in enumerate(PAGES):
 page = st.navigation(sections)
 
 share_slot = render_sidebar()
-warning_slot = st.container()
-try:
-    page.run()
-finally:
-    with warning_slot:
-        render_link_warnings()
-    render_share_link(share_slot)
+# Link warnings and "Copy link" are drawn before the page runs (and warnings a page adds, at
+# once), then again after it: a page that stops (st.stop) or fails keeps both on screen.
+open_warning_slot()
+render_share_link(share_slot)
+page.run()
+render_link_warnings()
+render_share_link(share_slot)

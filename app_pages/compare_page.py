@@ -3,19 +3,19 @@ workload. Rows live in the URL as repeated ``cmp=model|hardware|precision``."""
 
 import json
 
-import pandas as pd
 import streamlit as st
 
 from llmpara_core.errors import ConfigError
 from llmpara_core.export import report_to_dict
 from llmpara_core.precision import PRECISION_PRESETS
-from llmpara_core.units import BYTES_PER_GB
-from ui import charts
+from ui.compare import (COMPARE_COLUMNS, chart_data, compare_spec, compare_table,
+                        raw_compare_frame, short_label, styled_compare)
 from ui.compute import preset_hardware, preset_model, report
 from ui.format import escape_md
 from ui.links import show_value
 from ui.scenario import (add_warning, apply_overrides, get_scenario, hardware_label,
-                         hardware_options, model_label, model_options, register_link_param)
+                         hardware_options, model_label, model_options, preset_name,
+                         register_link_param, url_toggle)
 from ui.tables import download_csv, download_json
 
 ROWS = "_cmp_rows"
@@ -54,7 +54,8 @@ if ROWS not in st.session_state:
             rows.append(row)
     if not rows and not st.query_params.get_all("cmp"):
         base = (scn.model_slug, scn.hardware_slug, scn.precision_preset)
-        rows = [base, (scn.model_slug, scn.hardware_slug, "W4A16")]
+        other_prec = "W4A16" if scn.precision_preset != "W4A16" else "W8A8"
+        rows = [base, (scn.model_slug, scn.hardware_slug, other_prec)]
         other = next((h for h in OTHER_HARDWARE if h != scn.hardware_slug
                       and h in hardware_options()), None)
         if other:
@@ -76,12 +77,15 @@ def remove_row(i: int) -> None:
 
 with st.expander("Add a scenario", expanded=not rows):
     a1, a2, a3, a4 = st.columns([3, 3, 2, 1], vertical_alignment="bottom")
-    opts_m, opts_h = model_options(), hardware_options()
+    opts_m, opts_h, opts_p = model_options(), hardware_options(), list(PRECISION_PRESETS)
     a1.selectbox("Model", opts_m, index=opts_m.index(scn.model_slug) if scn.model_slug in opts_m
                  else 0, key="cmp_add_model", format_func=model_label)
-    a2.selectbox("Hardware", opts_h, index=opts_h.index(scn.hardware_slug), key="cmp_add_hw",
+    a2.selectbox("Hardware", opts_h, index=opts_h.index(scn.hardware_slug)
+                 if scn.hardware_slug in opts_h else 0, key="cmp_add_hw",
                  format_func=hardware_label)
-    a3.selectbox("Precision", list(PRECISION_PRESETS), key="cmp_add_prec")
+    a3.selectbox("Precision", opts_p, index=opts_p.index(scn.precision_preset)
+                 if scn.precision_preset in opts_p else 0, key="cmp_add_prec",
+                 help="Starts at the sidebar's precision preset.")
     a4.button("Add", key="cmp_add", on_click=add_row, disabled=len(rows) >= MAX_ROWS,
               icon=":material/add:")
 
@@ -94,10 +98,10 @@ if not rows:
     st.info("No scenarios yet: add one above.")
     st.stop()
 
-results, records, labels = [], [], []
+results = []
 with st.spinner("Analysing the scenarios…"):
     for i, (m, h, p) in enumerate(rows):
-        label = f"{i + 1}. {model_label(m).split(' · ')[-1]} · {hardware_label(h).split(' · ')[-1]} · {p}"
+        label = short_label(i, preset_name("models", m), preset_name("hardware", h), p)
         try:
             hw = scn.on(preset_hardware(h))
             if h == scn.hardware_slug:
@@ -110,52 +114,34 @@ with st.spinner("Analysing the scenarios…"):
 
 for i, (label, rep, err) in enumerate(results):
     c1, c2 = st.columns([12, 1], vertical_alignment="center")
-    c1.markdown(escape_md(label) + (f" — :red[{escape_md(err)}]" if err else ""))
+    full = (f"{preset_name('models', rows[i][0])} · {preset_name('hardware', rows[i][1])} · "
+            f"{rows[i][2]}")
+    c1.markdown(f"**{escape_md(label)}**" + (f" — {escape_md(full)}" if "…" in label else "")
+                + (f" — :red[{escape_md(err)}]" if err else ""))
     c2.button("✕", key=f"cmp_rm_{i}_{encode(rows[i])}", on_click=remove_row, args=(i,),
               help="Remove this row")
 
 ok = [(label, rep) for label, rep, err in results if rep is not None]
-for label, rep in ok:
-    e, d, mem = rep.estimated, rep.ideal, rep.memory
-    records.append({
-        "scenario": label, "model": rep.model.name, "hardware": rep.hardware.name,
-        "precision": rep.precision.name, "params_total": rep.params.total,
-        "params_active": rep.params.active, "weights_GB": rep.weight_bytes / BYTES_PER_GB,
-        "ttft_ms_estimated": 1e3 * e.ttft_s, "ttft_ms_ideal": 1e3 * d.ttft_s,
-        "tpot_ms_estimated": 1e3 * e.tpot_s, "tpot_ms_ideal": 1e3 * d.tpot_s,
-        "tok_s_per_seq_estimated": e.decode_tokens_per_s, "tok_s_per_seq_ideal": d.decode_tokens_per_s,
-        "tok_s_aggregate_estimated": e.throughput_tokens_per_s,
-        "tok_s_aggregate_ideal": d.throughput_tokens_per_s,
-        "memory_GB": mem.total_bytes / BYTES_PER_GB, "capacity_GB": mem.capacity_bytes / BYTES_PER_GB,
-        "fits": mem.fits, "max_batch": rep.max_batch,
-    })
-if not records:
+if not ok:
     st.stop()
-df = pd.DataFrame(records)
-fmt = {c: st.column_config.NumberColumn(format="%.4g") for c in df.columns
-       if df[c].dtype.kind == "f"}
-st.dataframe(df, hide_index=True, column_config=fmt, key="cmp_table")
-st.caption("ms = 10⁻³ s · GB = 10⁹ bytes · estimated = derated by the hardware's efficiency "
-           "factors, ideal = peak rates")
+table = compare_table(ok)
+st.dataframe(styled_compare(table), hide_index=True, key="cmp_table",
+             column_config=COMPARE_COLUMNS)
+n_out = int((~table["fits"]).sum())
+st.caption("The best value of each column among the scenarios that fit is highlighted. "
+           "ms = 10⁻³ s · GB = 10⁹ bytes · estimated = derated by the hardware's efficiency "
+           "factors, ideal = peak rates.")
+if n_out:
+    st.warning(f"{n_out} of {len(table)} scenarios do not fit in memory: their speeds are what "
+               "they would reach *if they fit* (shown in grey).", icon=":material/warning:")
 with st.container(horizontal=True):
-    download_csv(df, "compare.csv", "Table CSV", key="dl_cmp_csv")
+    download_csv(raw_compare_frame(ok), "compare.csv", "Table CSV (SI units)", key="dl_cmp_csv")
     download_json(json.dumps([report_to_dict(rep, include_operators=False) for _, rep in ok],
                              indent=2, allow_nan=False, default=str).encode("utf-8"),
                   "compare.json", "Reports JSON (with scenarios)", key="dl_cmp_json")
 
-names = list(df["scenario"])
-c1, c2 = st.columns(2)
-with c1:
-    charts.show(charts.compare_bars(names, df["ttft_ms_estimated"], df["ttft_ms_ideal"],
-                                    "TTFT", "ms", log=True), "cmp_ttft", "compare-ttft")
-    charts.show(charts.compare_bars(names, df["tok_s_aggregate_estimated"],
-                                    df["tok_s_aggregate_ideal"], "Decode tokens/s (aggregate)",
-                                    "tokens/s", log=True), "cmp_tps", "compare-tokens-per-s")
-with c2:
-    charts.show(charts.compare_bars(names, df["tpot_ms_estimated"], df["tpot_ms_ideal"],
-                                    "TPOT", "ms", log=True), "cmp_tpot", "compare-tpot")
-    charts.show(charts.compare_bars(names, df["memory_GB"], df["capacity_GB"],
-                                    "Memory needed vs capacity", "GB (10⁹ B)", log=True)
-                .update_traces(selector=dict(name="estimated"), name="needed")
-                .update_traces(selector=dict(name="ideal"), name="capacity"),
-                "cmp_memory", "compare-memory")
+log = url_toggle("Log scale", key="cmp_log", value=False,
+                 help="Linear unless the values span orders of magnitude.")
+st.caption("Click a bar to pick out that scenario in every chart (shift-click for several; "
+           "double-click to clear). Bars = estimated, ticks = ideal (peak rates).")
+st.vega_lite_chart(chart_data(table), compare_spec(log), key="cmp_charts")

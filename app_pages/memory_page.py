@@ -8,7 +8,9 @@ from llmpara_core.units import BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MB
 from ui import charts
 from ui.compute import kv_growth
 from ui.page import page_report
-from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_gib, fmt_int, fmt_pct
+from llmpara_core.memory import WINDOW_LIMIT
+from ui.diagnosis import fit_warning
+from ui.format import escape_md, fmt_bytes, fmt_gib, fmt_int, fmt_pct
 from ui.scenario import url_number, url_segmented
 from ui.tables import download_csv, has_multiple_groups
 
@@ -20,21 +22,32 @@ unit_choice = url_segmented("Units", ["GB", "GiB"], key="munit", default="GB",
 unit = BYTES_PER_GB if unit_choice == "GB" else BYTES_PER_GIB
 unit_name = "GB (10⁹ B)" if unit_choice == "GB" else "GiB (2³⁰ B)"
 
-m = st.columns(6)
-m[0].metric("Weights", fmt_gb(mem.weight_bytes), help=f"= {fmt_gib(mem.weight_bytes)}")
-m[1].metric("KV cache (full context)", fmt_gb(mem.kv_cache_bytes),
-            help=f"batch {w.batch} × {w.max_context:,} tokens = {fmt_gib(mem.kv_cache_bytes)}")
-m[2].metric("Activations (peak)", fmt_bytes(mem.activation_bytes),
-            help="largest live activation set of one operator")
-m[3].metric("Total / capacity", fmt_pct(mem.utilisation, 1),
-            help=f"{fmt_gb(mem.total_bytes)} of {fmt_gb(mem.capacity_bytes)}")
-m[4].metric("Largest batch that fits", fmt_int(rep.max_batch),
-            help=f"at {w.max_context:,} tokens per sequence")
-m[5].metric("Largest context that fits", fmt_int(rep.max_context),
-            help=f"tokens per sequence at batch {w.batch}")
-if not mem.fits:
-    st.error(f"Does not fit: needs {fmt_gb(mem.total_bytes)} of {fmt_gb(mem.capacity_bytes)} "
-             f"({escape_md(scn.hardware.name)}).")
+lim = rep.context_limit
+binds = "context window" if lim and lim.binding == WINDOW_LIMIT else "memory"
+m = st.columns(3)
+m[0].metric("Weights", fmt_bytes(mem.weight_bytes), help=f"= {fmt_gib(mem.weight_bytes)}")
+m[1].metric("KV cache", fmt_bytes(mem.kv_cache_bytes),
+            help=f"at full context: batch {w.batch} × {w.max_context:,} tokens = "
+                 f"{fmt_gib(mem.kv_cache_bytes)}")
+m[2].metric("Activations", fmt_bytes(mem.activation_bytes),
+            help="peak: the largest live activation set of one operator")
+m = st.columns(3)
+m[0].metric("Used", fmt_pct(mem.utilisation, 1),
+            help=f"{fmt_bytes(mem.total_bytes)} of {fmt_bytes(mem.capacity_bytes)}")
+m[1].metric("Max batch", fmt_int(rep.max_batch),
+            help=f"largest batch that fits, at {w.max_context:,} tokens per sequence")
+m[2].metric("Max context", fmt_int(rep.max_context),
+            help=f"largest context that fits: tokens per sequence at batch {w.batch}; "
+                 f"limited by the {binds}"
+                 + (f" (memory alone: {fmt_int(lim.memory_tokens)})" if lim else ""))
+if lim is not None:
+    st.caption(f"Max context is limited by the **{binds}**: {fmt_int(lim.memory_tokens)} tokens "
+               "would fit in memory; the model was trained for "
+               + (f"{fmt_int(lim.window_tokens)}." if lim.window_tokens else
+                  "an unknown window (none in its config)."))
+warn = fit_warning(mem, scn.hardware.name, speeds=False)
+if warn:
+    st.warning(warn, icon=":material/warning:")
 
 charts.show(charts.memory_bar([("weights", mem.weight_bytes, "#4C78A8"),
                                ("KV cache", mem.kv_cache_bytes, "#E45756"),

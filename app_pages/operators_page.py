@@ -7,8 +7,8 @@ from llmpara_core.operators import OpKind
 from ui import charts
 from ui.page import page_report
 from ui.scenario import url_multiselect, url_segmented, url_toggle
-from ui.tables import (OPERATOR_COLUMNS, category_frame, download_csv, download_json,
-                       operators_frame, raw_operators_frame, report_json)
+from ui.tables import (category_frame, download_csv, download_json, operator_columns,
+                       operators_frame, raw_operators_frame, report_json, styled_operators)
 
 scn, rep = page_report("Operators", " · prefill = one pass over the prompt; decode = mean per "
            "decode step over the generation")
@@ -26,9 +26,11 @@ if phase != "all":
     view = view[view["phase"] == phase]
 if kinds:
     view = view[view["category"].isin(kinds)]
-st.dataframe(view, hide_index=True, column_config=OPERATOR_COLUMNS, key="ops_table")
+st.dataframe(styled_operators(view), hide_index=True,
+             column_config=operator_columns(charts.KIND_COLORS), key="ops_table")
 st.caption(f"{len(view)} of {len(df)} rows · click a column header to sort · MB = 10⁶ bytes, "
-           "GFLOP = 10⁹ FLOPs")
+           "GFLOP = 10⁹ FLOPs · intensity tinted red where memory-bound, blue where "
+           "compute-bound")
 with st.container(horizontal=True):
     download_csv(view, "operators-view.csv", "This view as CSV", key="dl_ops_view")
     download_csv(raw_operators_frame(rep), "operators.csv", "All operators CSV (SI units)",

@@ -1,13 +1,19 @@
-"""Overview: summary cards of the sidebar's scenario, each time estimated and ideal."""
+"""Overview: summary cards of the sidebar's scenario, each time estimated and ideal; a cluster
+preset is evaluated on all its devices (the sharding engine's plan); the hardware's specs."""
 
 import pandas as pd
 import streamlit as st
 
+from llmpara_core.errors import ConfigError
 from llmpara_core.export import report_to_dict
+from llmpara_core.memory import WINDOW_LIMIT
+from llmpara_core.precision import DType
+from llmpara_core.roofline import rates
+from ui.compute import cluster_result
+from ui.diagnosis import IF_IT_FIT, diagnosis, fit_warning
+from ui.format import (escape_md, fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops,
+                       fmt_flops_per_s, fmt_gib, fmt_int, fmt_pct, fmt_rate, fmt_time, sig)
 from ui.page import page_report
-from ui.diagnosis import diagnosis
-from ui.format import (escape_md, fmt_bytes, fmt_count, fmt_gb, fmt_gib, fmt_int, fmt_pct,
-                       fmt_rate, fmt_time)
 from ui.tables import download_csv, download_json, report_json
 
 scn, rep = page_report("Overview")
@@ -15,11 +21,36 @@ scn, rep = page_report("Overview")
 summary = report_to_dict(rep, include_operators=False)
 st.session_state["overview_numbers"] = summary   # read by tests (== CLI analyze --format json)
 
-for line in diagnosis(rep):
-    st.info(escape_md(line[0].upper() + line[1:]) + ".", icon=":material/insights:")
+w, hw, model = rep.workload, rep.hardware, rep.model
+est, ideal, mem, max_batch = rep.estimated, rep.ideal, rep.memory, rep.max_batch
+cluster = None
+if hw.interconnect is not None and hw.interconnect.devices > 1:
+    n_dev = hw.interconnect.devices
+    try:
+        cluster = cluster_result(scn.model, scn.hardware, scn.precision, scn.workload)
+    except ConfigError as e:
+        st.warning(f"{escape_md(hw.name)} has {n_dev} devices, but no plan over all of them is "
+                   f"valid ({escape_md(e)}); the figures below are for one device.")
+if cluster is not None:
+    sh = cluster.shard
+    est, ideal, mem, max_batch = sh.estimated, sh.ideal, sh.worst_stage, sh.max_batch
+    how = ("the sharding engine's lowest-TPOT plan over all of them" if cluster.how == "best"
+           else "tensor parallelism over all of them (no plan fits)")
+    with st.container(border=True, horizontal=True, vertical_alignment="center"):
+        st.markdown(f":material/hub: **{escape_md(hw.name)}** is {sh.devices} devices: evaluated "
+                    f"with **{escape_md(sh.plan.label)}**, {how}. Memory figures are per device "
+                    f"(the fullest).")
+        st.page_link("app_pages/sharding_page.py", label="Open in Sharding",
+                     icon=":material/arrow_forward:")
 
-est, ideal, mem, pc = rep.estimated, rep.ideal, rep.memory, rep.params
-w = rep.workload
+device = (f"each of the {cluster.shard.devices} devices of {hw.name}" if cluster is not None
+          else hw.name)
+warn = fit_warning(mem, device)
+if warn:
+    st.warning(warn, icon=":material/warning:")
+for line in diagnosis(rep) if cluster is None else ():
+    st.info(escape_md(line[0].upper() + line[1:]) + ".", icon=":material/insights:")
+iff = "" if mem.fits else f" ({IF_IT_FIT})"
 
 
 def card(title: str, metrics: list[tuple[str, str, str | None]], columns: int) -> None:
@@ -30,19 +61,29 @@ def card(title: str, metrics: list[tuple[str, str, str | None]], columns: int) -
             cols[i % columns].metric(label, value, help=help_text)
 
 
+pc = rep.params
+heads, kv_heads = model.num_attention_heads, model.num_key_value_heads
+attn = (f"MLA (latent KV rank {model.mla.kv_lora_rank})" if model.mla is not None else
+        f"{heads} / {kv_heads}" + (f" (GQA {model.gqa_group}:1)" if model.gqa_group > 1 else ""))
 card("Model", [
     ("Parameters (total)", fmt_count(pc.total), f"{pc.total:,} parameters"),
     ("Parameters (active per token)", fmt_count(pc.active),
      f"{pc.active:,} (MoE: routed experts a token does not use are excluded)"),
-    ("Weights (GB)", fmt_gb(rep.weight_bytes), "GB = 10⁹ bytes, at the weight bits"),
-    ("Weights (GiB)", fmt_gib(rep.weight_bytes), "GiB = 2³⁰ bytes"),
+    ("Weights", fmt_bytes(rep.weight_bytes),
+     f"GB = 10⁹ bytes ({fmt_gib(rep.weight_bytes)}), at the weight bits"),
+    ("Attention heads / KV heads", attn, "query heads / key-value heads per layer"),
     ("KV cache per token", fmt_bytes(rep.kv_cache_bytes_per_token),
      "one sequence, all layers; kB = 10³ bytes"),
-    ("KV cache at full context", fmt_bytes(mem.kv_cache_bytes),
+    ("KV cache at full context", fmt_bytes(rep.memory.kv_cache_bytes),
      f"batch {w.batch} × {w.max_context:,} tokens (prompt + generated); GB = 10⁹ bytes"),
+    ("FLOPs per request", fmt_flops(rep.total_flops),
+     "prefill + every decode step, all sequences of the batch"),
+    ("Prefill FLOPs", fmt_flops(rep.prefill.flops), f"one pass over {w.prompt_len:,} tokens"),
+    ("Decode FLOPs", fmt_flops(rep.decode_flops_total),
+     f"{rep.decode_steps:,} decode steps; {fmt_flops(rep.decode.flops)} per step"),
 ], 3)
 
-card("Latency — estimated (derated by efficiency factors) and ideal (peak rates)", [
+card("Latency — estimated (derated by efficiency factors) and ideal (peak rates)" + iff, [
     ("TTFT · estimated", fmt_time(est.ttft_s), "time to first token (prefill)"),
     ("TPOT · estimated", fmt_time(est.tpot_s), "time per output token, mean over the decode"),
     ("End-to-end · estimated", fmt_time(est.e2e_latency_s), "prefill + all decode steps"),
@@ -51,7 +92,7 @@ card("Latency — estimated (derated by efficiency factors) and ideal (peak rate
     ("End-to-end · ideal", fmt_time(ideal.e2e_latency_s), "at peak compute and bandwidth"),
 ], 3)
 
-card("Throughput", [
+card("Throughput" + iff, [
     ("Decode tok/s per sequence · estimated", fmt_rate(est.decode_tokens_per_s), "1 / TPOT"),
     ("Decode tok/s aggregate · estimated", fmt_rate(est.throughput_tokens_per_s),
      f"batch {w.batch} / TPOT"),
@@ -63,14 +104,62 @@ card("Throughput", [
     ("Prefill tok/s · ideal", fmt_rate(ideal.prefill_tokens_per_s), "batch × prompt / TTFT"),
 ], 3)
 
-card("Memory fit", [
+lim = rep.context_limit
+if cluster is not None:
+    ctx_value, ctx_help = "—", "per-device context limits of a sharded plan: see Sharding"
+else:
+    ctx_value = fmt_int(rep.max_context)
+    ctx_help = (f"tokens per sequence at batch {w.batch}; memory alone allows "
+                f"{fmt_int(lim.memory_tokens)}, the model was trained for "
+                f"{fmt_int(lim.window_tokens) if lim.window_tokens else 'an unknown window'}")
+card("Memory fit" + (" (per device)" if cluster is not None else ""), [
     ("Fits in memory", "yes" if mem.fits else "no",
      "weights + KV cache at full context + peak activations ≤ capacity"),
-    ("Needed / capacity", f"{fmt_gb(mem.total_bytes)} / {fmt_gb(mem.capacity_bytes)}",
+    ("Memory needed", fmt_bytes(mem.total_bytes),
      f"{fmt_pct(mem.utilisation, 1)} of capacity; GB = 10⁹ bytes"),
-    ("Largest batch that fits", fmt_int(rep.max_batch), f"at {w.max_context:,} tokens each"),
-    ("Largest context that fits", fmt_int(rep.max_context), f"tokens per sequence at batch {w.batch}"),
-], 4)
+    ("Device capacity", fmt_bytes(mem.capacity_bytes), "GB = 10⁹ bytes"),
+    ("Largest batch that fits", fmt_int(max_batch), f"at {w.max_context:,} tokens each"),
+    ("Largest context that fits", ctx_value, ctx_help),
+    ("Share of capacity used", fmt_pct(mem.utilisation, 1), "needed / capacity"),
+], 3)
+if cluster is None and lim is not None:
+    binds = ("the model's context window" if lim.binding == WINDOW_LIMIT else "device memory")
+    st.caption(f"Largest context: {escape_md(binds)} is the limit "
+               f"({fmt_int(lim.memory_tokens)} tokens would fit in memory"
+               + (f"; trained for {fmt_int(lim.window_tokens)})." if lim.window_tokens
+                  else "; the config gives no context window)."))
+
+
+def hardware_panel() -> None:
+    """Peaks per data type (peak and derated), bandwidth, capacity, ridge points."""
+    with st.container(border=True):
+        st.markdown(f"**Hardware — {escape_md(hw.name)}**"
+                    + (f" (one of {hw.interconnect.devices})" if cluster is not None else ""))
+        cols = st.columns(4)
+        used = rates(hw, rep.precision.compute_dtype, estimated=False)
+        cols[0].metric("Memory bandwidth", fmt_bandwidth(hw.memory_bandwidth_bytes_per_s),
+                       help="peak; GB/s = 10⁹ bytes per second")
+        cols[1].metric("Memory capacity", fmt_bytes(hw.memory_capacity_bytes), help="GB = 10⁹ B")
+        cols[2].metric(f"Ridge point · peak ({used.dtype_used.value})",
+                       f"{sig(used.ridge_flops_per_byte)} FLOP/B",
+                       help="peak FLOP/s ÷ peak bandwidth; the Roofline page also shows it "
+                            "at derated rates")
+        cols[3].metric("TDP · price", f"{sig(hw.tdp_w)} W · "
+                       + (f"${sig(hw.price_usd)}" if hw.price_usd else "—"))
+        rows = []
+        for d in DType:
+            if hw.peak_flops_per_s_raw(d) is None:
+                continue
+            pk, dr = rates(hw, d, estimated=False), rates(hw, d, estimated=True)
+            rows.append({"data type": d.value + (" · in use" if d is used.dtype_used else ""),
+                         "peak": fmt_flops_per_s(pk.flops_per_s),
+                         "derated": fmt_flops_per_s(dr.flops_per_s),
+                         "ridge · peak (FLOP/B)": sig(pk.ridge_flops_per_byte),
+                         "ridge · derated (FLOP/B)": sig(dr.ridge_flops_per_byte)})
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+hardware_panel()
 
 for note in rep.notes:
     st.caption("Note: " + escape_md(note))

@@ -5,10 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from llmpara_core.errors import ConfigError
-from llmpara_core.units import FLOPS_PER_TFLOP
 from ui import charts
 from ui.compute import decode_crossover, preset_hardware, report
-from ui.format import escape_md, fmt_int, fmt_pct, sig
+from ui.format import escape_md, fmt_flops_per_s, fmt_int, fmt_pct, sig
 from ui.scenario import get_scenario, hardware_label, hardware_options, url_segmented, url_selectbox
 from ui.tables import download_csv, download_json, report_json
 
@@ -49,10 +48,13 @@ rows = rep.prefill.rows + rep.decode.rows
 used = info["used"]
 n_mem = sum(r.bound == "memory" for r in rows)
 m = st.columns(5)
-m[0].metric(f"Ridge point ({used.dtype_used.value})", f"{sig(used.ridge_flops_per_byte)} FLOP/B",
-            help="intensity where compute and memory time are equal, at the rates shown")
-m[1].metric("Peak in use (TFLOP/s)", sig(used.flops_per_s / FLOPS_PER_TFLOP),
-            help=f"{used.dtype_used.value} ({'derated' if mode == 'estimated' else 'peak'})")
+rate_kind = "derated" if mode == "estimated" else "peak"
+m[0].metric(f"Ridge point ({used.dtype_used.value}, {rate_kind})",
+            f"{sig(used.ridge_flops_per_byte)} FLOP/B",
+            help="intensity where compute and memory time are equal, at the rates shown "
+                 f"({rate_kind}); the sidebar gives it at peak rates")
+m[1].metric(f"Compute rate ({rate_kind})", fmt_flops_per_s(used.flops_per_s),
+            help=f"{used.dtype_used.value} matmul rate used for the roof")
 m[2].metric("Memory-bound operators", f"{n_mem} of {len(rows)}")
 m[3].metric("Prefill time memory-bound", fmt_pct(rep.prefill.memory_bound_share()))
 m[4].metric("Decode time memory-bound", fmt_pct(rep.decode.memory_bound_share()))

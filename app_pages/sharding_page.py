@@ -157,7 +157,7 @@ with c2:
 max_dev = ic.devices if ic else 1024
 cols = st.columns(6)
 with cols[0]:
-    tp = url_number("TP", "sh_tp", 1, 1024, 1, step=1, help="Tensor-parallel degree")
+    tp = url_number("TP", "sh_tp", 1, 1024, ic.devices if ic else 1, step=1, help="Tensor-parallel degree")
 with cols[1]:
     pp = url_number("PP", "sh_pp", 1, 1024, 1, step=1, help="Pipeline stages")
 with cols[2]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from .forward import forward_ops
 from .hardware import Efficiency, Hardware
-from .memory import (MemoryFootprint, activation_peak_bytes, kv_cache_bytes,
-                     kv_cache_bytes_per_token, max_batch, max_context, weight_bytes)
+from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, context_limit,
+                     kv_cache_bytes, kv_cache_bytes_per_token, max_batch, weight_bytes)
 from .model import Model, ParamCounts, count_params
 from .operators import OpKind, Operator
 from .precision import DType, Precision
@@ -160,7 +160,7 @@ class Report:
     kv_cache_bytes_per_token: float
     memory: MemoryFootprint
     max_batch: int
-    max_context: int
+    max_context: int        # tokens per sequence: memory capped by the model's context window
     prefill: Phase
     decode: Phase
     decode_steps: int
@@ -173,6 +173,17 @@ class Report:
     bandwidth_bytes_per_s: float
     efficiency: Efficiency
     notes: tuple[str, ...] = field(default=())
+    context_limit: ContextLimit | None = None   # max_context's two limits and which binds
+
+    @property
+    def decode_flops_total(self) -> float:
+        """FLOPs of every decode step of the generation (mean per step x steps)."""
+        return self.decode.flops * self.decode_steps
+
+    @property
+    def total_flops(self) -> float:
+        """FLOPs of the whole request: prefill (one pass) + every decode step."""
+        return self.prefill.flops + self.decode_flops_total
 
 
 def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
@@ -201,6 +212,7 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
     kv_full = kv_cache_bytes(model, precision, wl.batch, wl.max_context)
     cap = hardware.memory_capacity_bytes
     notes = []
+    ctx_limit = context_limit(model, precision, wl.batch, act, cap)
     used = ideal_r.dtype_used
     if used is not precision.compute_dtype:
         notes.append(f"{hardware.name} has no {precision.compute_dtype.value} peak; "
@@ -210,10 +222,11 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
         kv_cache_bytes_per_token(model, precision),
         MemoryFootprint(w_bytes, kv_full, act, cap),
         max_batch(model, precision, wl.max_context, act / wl.batch, cap),
-        max_context(model, precision, wl.batch, act, cap),
+        ctx_limit.tokens,
         prefill, decode, steps, dec_ideal * steps / n_dec, dec_est * steps / n_dec, est, ideal,
         used, ideal_r.flops_per_s, ideal_r.bytes_per_s,
-        efficiency or hardware.effective_efficiency, tuple(notes + list(model.warnings)))
+        efficiency or hardware.effective_efficiency, tuple(notes + list(model.warnings)),
+        ctx_limit)
 
 
 def _timing(wl: Workload, prefill_s: float, tpot_s: float, steps: int) -> Timing:

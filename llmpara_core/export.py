@@ -73,6 +73,10 @@ def report_to_dict(report: Report, include_operators: bool = True) -> dict:
         "fits_in_memory": mem.fits,
         "max_batch": report.max_batch,
         "max_context": report.max_context,
+        "max_context_memory": (report.context_limit.memory_tokens if report.context_limit
+                               else report.max_context),
+        "max_context_limit": (report.context_limit.binding if report.context_limit
+                              else "memory"),
         **timing_to_dict(est),
         "ideal": timing_to_dict(report.ideal),
         "decode_steps": report.decode_steps,

@@ -89,3 +89,36 @@ def max_context(model: Model, precision: Precision, batch: int, activation_bytes
         else:
             hi = mid - 1
     return lo
+
+
+MEMORY_LIMIT = "memory"
+WINDOW_LIMIT = "context window"
+
+
+@dataclass(frozen=True)
+class ContextLimit:
+    """The largest context (tokens per sequence) a scenario can use, and which limit binds:
+    device memory (:func:`max_context`) or the context window the model was trained for
+    (``max_position_embeddings``; None when the config does not say)."""
+    memory_tokens: int
+    window_tokens: int | None
+
+    @property
+    def tokens(self) -> int:
+        if self.window_tokens is None:
+            return self.memory_tokens
+        return min(self.memory_tokens, self.window_tokens)
+
+    @property
+    def binding(self) -> str:
+        """``MEMORY_LIMIT`` or ``WINDOW_LIMIT`` (memory on a tie: more memory would not help)."""
+        if self.window_tokens is not None and self.window_tokens < self.memory_tokens:
+            return WINDOW_LIMIT
+        return MEMORY_LIMIT
+
+
+def context_limit(model: Model, precision: Precision, batch: int, activation_bytes: float,
+                  capacity_bytes: float) -> ContextLimit:
+    """:func:`max_context` capped by the model's trained context window."""
+    return ContextLimit(max_context(model, precision, batch, activation_bytes, capacity_bytes),
+                        model.max_position_embeddings)

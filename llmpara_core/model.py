@@ -298,6 +298,72 @@ def with_dimensions(model: Model, **changes: int) -> Model:
     return replace(model, name=name, **fields)
 
 
+# Architecture choices the sidebar's editor may change besides the dimensions above.
+EDITABLE_FEATURES = ("shared_intermediate_size", "kv_lora_rank", "q_lora_rank", "rope_theta",
+                     "rope_scaling_factor", "ffn_kind", "norm_kind")
+_MOE_KEYS = ("num_experts", "experts_per_token", "expert_intermediate_size")
+
+
+def with_architecture(model: Model, **changes) -> Model:
+    """A copy of ``model`` with dimensions (``EDITABLE_DIMENSIONS``, via :func:`with_dimensions`)
+    and features (``EDITABLE_FEATURES``) changed, validated again; None values are ignored.
+
+    * MoE fields on a dense model make it a MoE model (top-k defaults to 2, the expert width to
+      the dense FFN's); ``shared_intermediate_size`` needs a MoE model.
+    * ``kv_lora_rank`` / ``q_lora_rank`` need an MLA model; ``rope_*`` a RoPE model.
+    * ``ffn_kind``: "gated" (SwiGLU-style, 3 matrices) or "plain" (2); ``norm_kind``:
+      "rmsnorm" or "layernorm"."""
+    from dataclasses import replace
+    changes = {k: v for k, v in changes.items() if v is not None}
+    unknown = set(changes) - set(EDITABLE_DIMENSIONS) - set(EDITABLE_FEATURES)
+    if unknown:
+        raise ConfigError(f"cannot edit {', '.join(sorted(unknown))}")
+    feats = {k: changes.pop(k) for k in EDITABLE_FEATURES if k in changes}
+    if not feats and not changes:
+        return model
+    fields: dict = {}
+    moe_new = {k: changes[k] for k in _MOE_KEYS if k in changes}
+    if model.moe is None and (moe_new or "shared_intermediate_size" in feats):
+        if "shared_intermediate_size" in feats and not moe_new:
+            raise ConfigError(f"{model.name} is not a mixture-of-experts model: set the number "
+                              "of experts first")
+        e = int(moe_new.get("num_experts", 8))
+        model = replace(model, moe=MoE(
+            num_experts=e, experts_per_token=int(moe_new.get("experts_per_token", min(2, e))),
+            expert_intermediate_size=int(moe_new.get("expert_intermediate_size",
+                                                     model.intermediate_size))))
+    if "shared_intermediate_size" in feats:
+        model = replace(model, moe=replace(model.moe, shared_intermediate_size=int(
+            feats.pop("shared_intermediate_size"))))
+    mla = {k: int(feats.pop(k)) for k in ("kv_lora_rank", "q_lora_rank") if k in feats}
+    if mla:
+        if model.mla is None:
+            raise ConfigError(f"{model.name} has no multi-head latent attention (MLA): "
+                              f"{', '.join(sorted(mla))} cannot be set")
+        fields["mla"] = replace(model.mla, **mla)
+    if ("rope_theta" in feats or "rope_scaling_factor" in feats) and (
+            model.position is not PositionKind.ROPE):
+        raise ConfigError(f"{model.name} does not use RoPE: its theta/scaling cannot be set")
+    for k in ("rope_theta", "rope_scaling_factor"):
+        if k in feats:
+            fields[k] = float(feats.pop(k))
+    if "ffn_kind" in feats:
+        fields["ffn_kind"] = _enum(FFNKind, feats.pop("ffn_kind"), "ffn_kind")
+    if "norm_kind" in feats:
+        fields["norm_kind"] = _enum(NormKind, feats.pop("norm_kind"), "norm_kind")
+    edited = with_dimensions(model, **changes) if changes else model
+    name = edited.name if edited.name.endswith(" (edited)") else f"{edited.name} (edited)"
+    return replace(edited, name=name, **fields)
+
+
+def _enum(cls, value, what: str):
+    try:
+        return value if isinstance(value, cls) else cls(str(value).strip().lower())
+    except ValueError:
+        raise ConfigError(f"{what} must be one of {', '.join(m.value for m in cls)}, got "
+                          f"{value!r}") from None
+
+
 @functools.lru_cache(maxsize=512)
 def _layer_groups(model: Model) -> tuple[tuple[LayerKind, int], ...]:
     counts = Counter(LayerKind(model.layer_is_sliding(i), model.layer_is_moe(i))

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from apptest_util import open_page
+from apptest_util import metric, open_page
 from streamlit.testing.v1 import AppTest
 
 from ui.format import fmt_count, fmt_rate, fmt_time
@@ -48,6 +48,9 @@ def test_page_renders_clean(page, link):
     tables = at.dataframe
     if page.endswith("overview_page.py"):
         assert len(at.metric) >= 20
+    elif page.endswith("compare_page.py"):      # Altair (linked selection), not Plotly
+        spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+        assert len(spec["vconcat"]) == 2 and spec["params"][0]["name"] == "pick"
     else:
         assert len(charts) >= 2, page
     if page.endswith(("operators_page.py", "compare_page.py")):
@@ -219,9 +222,16 @@ def test_architecture_edits_drive_the_numbers_and_travel_in_the_link():
 
 
 def test_impossible_architecture_edit_is_a_message():
-    at = run_app(None, a_heads="30")           # 30 heads, 8 KV heads: not divisible
+    # typed in the sidebar: the core's message as an error
+    at = run_app(None)
+    at.sidebar.number_input(key="a_heads").set_value(30).run()   # 30 heads, 8 KV heads
     assert not at.exception
     assert any("divisible" in e.value for e in at.error)
+    # from a link: the edit is dropped with a warning naming it (issue 15, defect 9)
+    link = run_app(None, a_heads="30")
+    assert not link.exception and not link.error
+    assert any("`a_heads=30`" in w.value and "divisible" in w.value for w in link.warning)
+    assert link.session_state["overview_numbers"]["params_total"] > 8e9
     bad = run_app(None, a_layers="-3")
     assert not bad.exception
     assert any("`a_layers`" in w.value for w in bad.warning)
@@ -287,3 +297,108 @@ def test_bad_hardware_toml_is_a_message():
     assert not at.exception
     shown = [e.value.replace("\\", "") for e in at.sidebar.error]      # markdown-escaped
     assert any("did you mean 'memory_capacity_GB'" in m for m in shown), shown
+
+
+# ---- issue 15 (dashboard polish, part A) -----------------------------------------------------
+
+def test_bad_link_values_keep_warnings_and_copy_link():
+    """Defect 9: a link with bad values still shows its warnings (naming each dropped value)
+    and the Copy link box, on the Overview and on a Compare page with only bad rows."""
+    at = run_app(None, a_heads="7", bw="0", cap="-1")
+    text = " ".join(w.value for w in at.warning)
+    assert not at.exception and not at.error
+    for key in ("`bw`", "`cap`", "`a_heads=7`"):
+        assert key in text, key
+    assert "Copy link" in [e.label for e in at.sidebar.expander]
+    assert at.sidebar.code[0].value.startswith("?v=1&")
+    cmp = run_app("app_pages/compare_page.py", cmp=["bad|x|y", "also|bad"])
+    assert not cmp.exception
+    assert sum("`cmp`" in w.value for w in cmp.warning) == 2
+    assert "Copy link" in [e.label for e in cmp.sidebar.expander]
+
+
+def test_scenario_that_does_not_fit_warns_and_marks_speeds():
+    """Defect 6: Llama-3 70B in FP16 on one 24 GB card."""
+    at = run_app(None, model="llama-3-70b", hardware="nvidia-rtx-4090")
+    assert not at.exception
+    assert any(w.value.startswith("Does not fit") and "if it fit" in w.value
+               for w in at.warning)
+    titles = [m.value for m in at.markdown]
+    assert any("Throughput (if it fit)" in t for t in titles), titles
+    assert not any("does not fit" in i.value for i in at.info)     # not in the blue box
+
+
+def test_largest_context_is_capped_by_the_context_window():
+    """Defect 7: Llama-3 8B (trained for 8,192 tokens) on an H100 fits ~480k in memory."""
+    at = run_app(None)
+    assert metric(at, "Largest context that fits") == "8,192"
+    assert any("context window" in c.value for c in at.caption)
+    mem = run_app("app_pages/memory_page.py")
+    assert metric(mem, "Max context") == "8,192"
+
+
+def test_cluster_preset_is_evaluated_on_all_its_devices():
+    """Defect 4: on 8x H100 the Overview uses the sharding engine's plan over all 8 devices
+    (not one card) and links to Sharding, which starts with all devices in use."""
+    single = run_app(None, model="llama-3-70b", hardware="nvidia-h100-sxm")
+    assert any(w.value.startswith("Does not fit") for w in single.warning)
+    at = run_app(None, model="llama-3-70b", hardware="8x-nvidia-h100-sxm-nvlink")
+    assert not at.exception and not any(w.value.startswith("Does not fit") for w in at.warning)
+    assert metric(at, "Fits in memory") == "yes"
+    assert any("is 8 devices" in m.value and "TP8" in m.value for m in at.markdown)
+    assert any(p.proto.page.endswith("sharding") or "sharding" in str(p.proto).lower()
+               for p in at.get("page_link"))
+    sh = run_app("app_pages/sharding_page.py", model="llama-3-70b",
+                 hardware="8x-nvidia-h100-sxm-nvlink")
+    assert metric(sh, "Devices") == "8"
+
+
+def test_compare_is_a_decision_view():
+    """Defect 5: the add form starts at the sidebar's precision; the table has units, a fit
+    column, readable parameter counts and the best value per column highlighted."""
+    at = run_app("app_pages/compare_page.py", prec="W4A16",
+                 cmp=["llama-3-8b|nvidia-h100-sxm|FP16", "llama-3-70b|nvidia-rtx-4090|FP16"])
+    assert at.selectbox(key="cmp_add_prec").value == "W4A16"
+    df = at.dataframe[0].value
+    assert {"fit", "params", "TTFT (ms)", "TPOT (ms)", "memory (GB)"} <= set(df.columns)
+    assert list(df["fit"])[0] == "fits" and list(df["fit"])[1].startswith("no")
+    assert list(df["params"]) == ["8.03 B", "70.6 B"]
+    styles = str(at.dataframe[0].proto.arrow_data.styler.styles)
+    assert "background-color" in styles
+    assert any("do not fit" in w.value for w in at.warning)
+
+
+def test_csv_downloads_open_in_excel():
+    """Defect 13: UTF-8 with a byte-order mark, so 'µs' survives Excel."""
+    import pandas as pd
+
+    from ui.tables import csv_bytes
+    data = csv_bytes(pd.DataFrame({"estimated µs": [1.5]}))
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert data.decode("utf-8-sig").splitlines()[0] == "estimated µs"
+
+
+def test_architecture_editor_features_travel_in_the_link():
+    """MoE on a dense preset, plain FFN, LayerNorm and RoPE theta from a_* link keys drive
+    the numbers; MLA ranks apply to an MLA model; the editor shows the MoE/MLA/RoPE fields."""
+    base = run_app(None).session_state["overview_numbers"]
+    at = run_app(None, a_experts="8", a_topk="2", a_ffn_kind="plain", a_norm="layernorm",
+                 a_rope_theta="1000000")
+    assert not at.exception and not at.error and not at.warning
+    moe = at.session_state["overview_numbers"]
+    # 8 experts of 2 matrices (plain FFN) of 4096 x 14336 in 32 layers: ~7.5e9 more params
+    assert moe["params_total"] > base["params_total"] + 5e9
+    assert moe["params_active"] < moe["params_total"]
+    assert "MoE" in " ".join(c.value for c in at.sidebar.caption)
+    ops = run_app("app_pages/operators_page.py", a_rope_theta="1000000", a_norm="layernorm")
+    notes = set(ops.dataframe[0].value["note"])
+    assert "RoPE theta = 1e+06" in notes and any(n.startswith("LayerNorm") for n in notes)
+    ds = run_app(None, model="deepseek-v2-lite", a_kv_rank="256")
+    ds_base = run_app(None, model="deepseek-v2-lite")
+    kv = ds.session_state["overview_numbers"]["kv_cache_bytes_per_token"]
+    assert kv < ds_base.session_state["overview_numbers"]["kv_cache_bytes_per_token"]
+    labels = {w.label for w in ds.sidebar.number_input}
+    assert {"KV latent rank (MLA)", "RoPE theta"} <= labels
+    bad = run_app(None, a_ffn_kind="swiglu", a_kv_rank="64")   # bad choice; no MLA in Llama
+    text = " ".join(w.value for w in bad.warning)
+    assert "`a_ffn_kind`" in text and "`a_kv_rank=64`" in text and not bad.error

@@ -133,14 +133,19 @@ def roofline_figure(hw: Hardware, report: Report, estimated: bool) -> tuple[go.F
 
 
 def _vline_log(fig: go.Figure, x: float, text: str, dash: str, color: str | None,
-               y_top: float) -> None:
+               y_top: float, label_y: float | None = None) -> None:
     """A vertical marker line on a log x axis, drawn as a trace: layout annotations on log axes
     take log10 coordinates, and ``add_vline(annotation_text=...)`` would stretch the axis to
-    10**x."""
-    fig.add_trace(go.Scatter(x=[x, x], y=[0, y_top], mode="lines+text", text=["", text],
-                             textposition="top right" if color else "top left",
-                             line=dict(dash=dash, width=1.5, color=color or "#7F7F7F"),
-                             hoverinfo="skip", showlegend=False))
+    10**x. The label sits at the top, or at ``label_y`` (data units) to keep it off a curve."""
+    line = dict(dash=dash, width=1.5, color=color or "#7F7F7F")
+    if label_y is None:
+        fig.add_trace(go.Scatter(x=[x, x], y=[0, y_top], mode="lines+text", text=["", text],
+                                 textposition="top right" if color else "top left", line=line,
+                                 hoverinfo="skip", showlegend=False))
+        return
+    fig.add_trace(go.Scatter(x=[x, x, x], y=[0, label_y, y_top], mode="lines+text",
+                             text=["", text, ""], textposition="middle right", line=line,
+                             textfont=dict(color=color), hoverinfo="skip", showlegend=False))
 
 
 def crossover_figure(samples: Sequence[tuple[int, float]], crossover: int | None,
@@ -150,12 +155,16 @@ def crossover_figure(samples: Sequence[tuple[int, float]], crossover: int | None
                                name="memory-bound share",
                                hovertemplate="batch %{x}: %{y:.1f} % of decode time memory-bound"
                                              "<extra></extra>"))
-    fig.add_hline(y=50, line_dash="dot", annotation_text="50 %")
+    # mid grey reads on light and dark backgrounds (the default black line vanishes in dark)
+    fig.add_hline(y=50, line_dash="dot", line_color="#8C8C8C", line_width=1.5,
+                  annotation_text="50 %", annotation_position="top left",
+                  annotation_font_color="#8C8C8C")
     if crossover:
         _vline_log(fig, crossover, f"crossover {crossover:,}", "dash", None, 100)
     if max_batch_fit:
-        _vline_log(fig, max_batch_fit, f"largest batch that fits {max_batch_fit:,}", "dot",
-                   "#E45756", 92)
+        # labelled low on the chart: the memory-bound share runs near the top
+        _vline_log(fig, max_batch_fit, f"largest batch that fits: {max_batch_fit:,}", "dot",
+                   "#E45756", 100, label_y=8)
     fig.update_xaxes(type="log", title="Batch size", dtick=math.log10(2) if len(b) < 8 else 1)
     fig.update_yaxes(title="Decode time in memory-bound operators (%)", range=[0, 110])
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), showlegend=False)
@@ -258,8 +267,8 @@ def kv_growth_figure(curve: Sequence[tuple[int, float]], weights: float, activat
                   annotation_text=f"device capacity {capacity / unit:.4g} {unit_name}",
                   annotation_position="top left")
     if 0 < prompt < ctx[-1]:
-        fig.add_vline(x=prompt, line_dash="dot", annotation_text="end of prompt",
-                      annotation_position="bottom right")
+        fig.add_vline(x=prompt, line_dash="dot", line_color="#8C8C8C",   # visible in dark too
+                      annotation_text="end of prompt", annotation_position="top right")
     fig.update_layout(title="Memory over the sequence (all sequences of the batch)", height=400,
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="Context length (tokens per sequence)")
@@ -279,8 +288,10 @@ def bytes_breakdown_figure(rows: Sequence[OpRow], multi: bool, unit: float,
         fig.add_trace(go.Bar(y=labels, x=vals, name=name, orientation="h", marker_color=color,
                              hovertemplate="%{y}: %{x:.4g} " + unit_name + "<extra>" + name +
                                            "</extra>"))
-    fig.update_layout(barmode="stack", title=title, height=max(300, 26 * len(rows) + 120),
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+    fig.update_layout(barmode="stack", title=dict(text=title, y=0.99, yanchor="top"),
+                      height=max(300, 26 * len(rows) + 150),
+                      margin=dict(l=10, r=10, t=80, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title=unit_name)
     return fig

@@ -6,6 +6,8 @@ may mutate them. Every cache is bounded.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import streamlit as st
 
 from llmpara_core import presets
@@ -43,10 +45,17 @@ def preset_hardware(slug: str) -> Hardware:
     return presets.load_hardware(slug)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def decode_crossover(model: Model, hardware: Hardware, precision: Precision,
                      workload: Workload, max_batch: int):
-    """Smallest batch at which decode turns compute-bound (``llmpara_core.sweeps``)."""
+    """Smallest batch at which decode turns compute-bound (``llmpara_core.sweeps``). The search
+    sets the batch itself, so the cache ignores the workload's batch (a batch change on the
+    page does not repeat the search)."""
+    return _decode_crossover(model, hardware, precision, replace(workload, batch=1), max_batch)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _decode_crossover(model: Model, hardware: Hardware, precision: Precision,
+                      workload: Workload, max_batch: int):
     from llmpara_core.sweeps import decode_crossover_batch
     return decode_crossover_batch(model, hardware, precision, workload, max_batch=max_batch)
 
@@ -55,3 +64,31 @@ def decode_crossover(model: Model, hardware: Hardware, precision: Precision,
 def kv_growth(model: Model, precision: Precision, batch: int, max_context: int, points: int):
     from llmpara_core.sweeps import kv_cache_curve
     return kv_cache_curve(model, precision, batch, max_context, points)
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    """A cluster preset evaluated on all its devices: the sharded report, and how the plan
+    was chosen ("best" = the sharding engine's lowest-TPOT plan over all devices that fits;
+    "tp" = tensor parallelism over all devices, when no plan fits)."""
+    shard: object            # llmpara_core.parallel.ShardReport
+    how: str
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cluster_result(model: Model, hardware: Hardware, precision: Precision,
+                   workload: Workload) -> ClusterResult | None:
+    """A multi-device preset (``[interconnect] devices > 1``) on all its devices
+    (``llmpara_core.parallel``); None for a single device. Raises the core's ConfigError when
+    not even TP over all devices is a valid plan."""
+    from llmpara_core import parallel
+    ic = hardware.interconnect
+    if ic is None or ic.devices <= 1:
+        return None
+    found = parallel.search_plans(model, hardware, precision, workload, "min_tpot",
+                                  exact_devices=ic.devices)
+    if found:
+        plan, how = found[0].plan, "best"
+    else:
+        plan, how = parallel.ParallelPlan(tp=ic.devices), "tp"
+    return ClusterResult(parallel.shard_analyze(model, hardware, precision, workload, plan), how)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llmpara_core.analysis import Phase, Report
 
-from .format import fmt_pct
+from .format import escape_md, fmt_bytes, fmt_pct, fmt_times
 
 
 def phase_line(phase: Phase) -> str:
@@ -28,6 +28,23 @@ def diagnosis(report: Report) -> list[str]:
         lines.append(phase_line(report.prefill))
     if report.decode_steps:
         lines.append(phase_line(report.decode))
-    if not report.memory.fits:
-        lines.append(f"does not fit: needs {fmt_pct(report.memory.utilisation)} of device memory")
     return lines
+
+
+IF_IT_FIT = "if it fit"
+
+
+def fit_warning(memory, device: str, speeds: bool = True) -> str | None:
+    """The warning of a scenario that does not fit (None if it fits): how much it needs, and
+    that the speeds shown are what it would reach if it fit. ``memory`` is a
+    ``MemoryFootprint`` (or a sharded stage's)."""
+    if memory.fits:
+        return None
+    need, cap = memory.total_bytes, memory.capacity_bytes
+    ratio = fmt_times(memory.utilisation) if memory.utilisation >= 10 else fmt_pct(
+        memory.utilisation)
+    text = (f"Does not fit: needs {fmt_bytes(need)} but {escape_md(device)} has "
+            f"{fmt_bytes(cap)} ({ratio} of its memory).")
+    if speeds:
+        text += f" The speeds below are what it would reach *{IF_IT_FIT}*."
+    return text + " Use fewer bits, a smaller batch or context, or more devices (Sharding)."

@@ -23,8 +23,12 @@ own figure):
     bw [GB/s], cap [GB], tdp [W], price [USD]
     eff_compute, eff_memory     achievable fraction of peak compute / bandwidth (0..1]
     overhead_us                 fixed cost per kernel launch [us]
-    a_hidden, a_layers, a_heads, a_kv, a_ffn, a_vocab, a_experts, a_topk, a_expert_ffn
-                                model dimensions (integers) replacing the preset's
+    a_hidden, a_layers, a_heads, a_kv, a_ffn, a_vocab, a_experts, a_topk, a_expert_ffn,
+    a_shared, a_kv_rank, a_q_rank
+                                model dimensions (integers) replacing the preset's (MoE
+                                fields on a dense model make it MoE; MLA ranks need MLA)
+    a_rope_theta, a_rope_scale  RoPE base and scaling factor (numbers)
+    a_ffn_kind                  gated | plain;   a_norm   rmsnorm | layernorm
 
 Reading precedence for weight bits: the preset's bits, then ``wbits`` (all weights), then the
 per-component keys. Unknown keys are ignored; an invalid value falls back to the default and
@@ -98,9 +102,32 @@ ARCH_EDITS: tuple[ArchEdit, ...] = (
     ArchEdit("a_experts", "Experts (MoE)", "num_experts"),
     ArchEdit("a_topk", "Experts per token (MoE)", "experts_per_token"),
     ArchEdit("a_expert_ffn", "Expert FFN size (MoE)", "expert_intermediate_size"),
+    ArchEdit("a_shared", "Shared expert FFN size (MoE)", "shared_intermediate_size"),
+    ArchEdit("a_kv_rank", "KV latent rank (MLA)", "kv_lora_rank"),
+    ArchEdit("a_q_rank", "Query latent rank (MLA)", "q_lora_rank"),
 )
-ARCH_KEYS = tuple(a.key for a in ARCH_EDITS)
 ARCH_RANGE = (1, 10_000_000)
+
+
+@dataclass(frozen=True)
+class ArchChoice:
+    """An edited architecture feature that is not an integer: a float in (lo, hi] or one of
+    ``options`` (the core's enum values)."""
+    key: str
+    label: str
+    field: str
+    options: tuple[str, ...] = ()
+    lo: float = 0.0
+    hi: float = 0.0
+
+
+ARCH_CHOICES: tuple[ArchChoice, ...] = (
+    ArchChoice("a_rope_theta", "RoPE theta", "rope_theta", lo=0.0, hi=1e12),
+    ArchChoice("a_rope_scale", "RoPE scaling factor", "rope_scaling_factor", lo=0.0, hi=1e4),
+    ArchChoice("a_ffn_kind", "FFN", "ffn_kind", options=("gated", "plain")),
+    ArchChoice("a_norm", "Norm", "norm_kind", options=("rmsnorm", "layernorm")),
+)
+ARCH_KEYS = tuple(a.key for a in ARCH_EDITS) + tuple(a.key for a in ARCH_CHOICES)
 OPTIONAL_KEYS = OVERRIDE_KEYS + ARCH_KEYS
 """Scenario keys written only when set (absent = the preset's own value)."""
 
@@ -253,6 +280,13 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
     for a in ARCH_EDITS:
         read(a.key, lambda r: parse_int(r, lo_a, hi_a), f"an integer in [{lo_a}, {hi_a}]",
              fallback="the preset's value")
+    for c in ARCH_CHOICES:
+        if c.options:
+            read(c.key, lambda r, c=c: r.strip().lower() if r.strip().lower() in c.options
+                 else None, f"one of {', '.join(c.options)}", fallback="the preset's value")
+        else:
+            read(c.key, lambda r, c=c: parse_float(r, c.lo, c.hi, lo_open=True),
+                 f"a number in ({c.lo:g}, {c.hi:g}]", fallback="the preset's value")
     return state, warnings
 
 

@@ -23,7 +23,7 @@ import streamlit as st
 from llmpara_core.calibration import FRAMEWORKS, GENERIC, efficiency_for
 from llmpara_core.errors import ConfigError, PresetNotFoundError
 from llmpara_core.hardware import Hardware
-from llmpara_core.model import Model, with_dimensions
+from llmpara_core.model import Model, PositionKind, with_architecture
 from llmpara_core.precision import PRECISION_PRESETS, DType, Precision
 from llmpara_core.presets import find_preset, list_presets, load_hardware, load_model
 from llmpara_core.roofline import rates
@@ -33,7 +33,7 @@ from llmpara_core.workload import Workload
 from . import links
 from .compute import model_from_config
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
-from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
+from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
                     OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
                     format_number, parse_query, to_query)
 
@@ -146,12 +146,33 @@ def hardware_options() -> list[str]:
 @functools.lru_cache(maxsize=4096)
 def preset_label(kind: str, slug: str) -> str:
     """'family · name' (models) or 'class · name' (hardware) for selectboxes; search matches
-    both parts."""
+    both parts. Page-local link values use this text: keep it stable."""
     for i in list_presets(kind):
         if i.slug == slug:
             group = i.category or "other"
             return f"{group} · {i.name}"
     return slug
+
+
+@functools.lru_cache(maxsize=4096)
+def preset_name(kind: str, slug: str) -> str:
+    """The preset's display name ('NVIDIA H100 SXM5 80GB')."""
+    return preset_label(kind, slug).split(" · ", 1)[-1]
+
+
+_VENDOR_WORDS = ("NVIDIA", "GeForce", "AMD", "Instinct", "Apple", "Intel", "Google",
+                 "Qualcomm")
+
+
+def name_first(kind: str, slug: str) -> str:
+    """The preset's name for the sidebar's selectboxes (their values are slugs, so this text
+    never enters a link), vendor words moved to the end ('2x RTX 4090 (PCIe) · NVIDIA
+    GeForce'): the sidebar cuts the end of a long label, so the model number stays visible
+    and the vendor is still searchable."""
+    words = preset_name(kind, slug).split(" ")
+    vendor = [w for w in words if w in _VENDOR_WORDS]
+    rest = [w for w in words if w not in _VENDOR_WORDS]
+    return " ".join(rest) + (" · " + " ".join(vendor) if vendor and rest else "")
 
 
 def model_label(slug: str) -> str:
@@ -178,12 +199,32 @@ def ensure_state() -> None:
     state, warnings = parse_query(raw, cat)
     for k, v in state.items():
         ss[k] = v
+    warnings = list(warnings) + _drop_invalid_arch_edits()
     ss[_WARNINGS] = list(warnings)
     ss.setdefault(_SOURCE, SOURCE_PRESET)
     ss.setdefault(_HW_SOURCE, HW_PRESET)
     ss.setdefault(IMAGE_FORMAT, "png")
     ss[_LOADED] = True
     _save_shadow()
+
+
+def _drop_invalid_arch_edits() -> list[str]:
+    """Architecture edits from a link that make the model invalid (each value in range, the
+    combination not: 7 heads for hidden size 4096) are dropped with a warning naming them."""
+    ss = st.session_state
+    edited = [k for k in ARCH_KEYS if ss.get(k) is not None]
+    if not edited:
+        return []
+    try:
+        _build(tuple(current_state().items()), None)
+        return []
+    except ConfigError as e:
+        keys = ", ".join(f"`{k}={ss[k] if isinstance(ss[k], str) else format_number(ss[k])}`"
+                         for k in edited)
+        for k in edited:
+            ss[k] = None
+        return [f"Link architecture edits {keys} dropped: {escape_md(e)}; using the preset's "
+                "dimensions."]
 
 
 def _save_shadow() -> None:
@@ -219,11 +260,16 @@ def sync_url() -> None:
             del qp[k]
 
 
+_WARNING_SLOT = "_link_warning_slot"
+
+
 def add_warning(message: str) -> None:
-    """A link problem shown at the top of the page until dismissed (markdown-safe text)."""
+    """A link problem shown at the top of the page until dismissed (markdown-safe text). It is
+    drawn at once, so it stays visible even if the page stops right after (``st.stop``)."""
     lst = st.session_state.setdefault(_WARNINGS, [])
     if message not in lst:
         lst.append(message)
+        _draw_warnings(final=False)
 
 
 def link_warnings() -> list[str]:
@@ -234,13 +280,37 @@ def _dismiss_warnings() -> None:
     st.session_state[_WARNINGS] = []
 
 
-def render_link_warnings() -> None:
+def _draw_warnings(final: bool) -> None:
+    """(Re)draw the link warnings into this run's slot; the dismiss button only in the final
+    drawing (a widget may be drawn once per run)."""
+    slot = st.session_state.get(_WARNING_SLOT)
+    if slot is None:
+        return
     msgs = link_warnings()
     if not msgs:
+        slot.empty()
         return
-    for m in msgs:
-        st.warning(m, icon=":material/link_off:")
-    st.button("Dismiss link warnings", key="_dismiss_link_warnings", on_click=_dismiss_warnings)
+    with slot.container():
+        for m in msgs:
+            st.warning(m, icon=":material/link_off:")
+        if final:
+            st.button("Dismiss link warnings", key="_dismiss_link_warnings",
+                      on_click=_dismiss_warnings)
+
+
+def open_warning_slot() -> None:
+    """Reserve the place of the link warnings (top of the page) and draw the ones known before
+    the page runs; warnings a page adds later appear there at once."""
+    st.session_state[_WARNING_SLOT] = st.empty()
+    _draw_warnings(final=False)
+
+
+def render_link_warnings() -> None:
+    """The final drawing of the link warnings (with the dismiss button), after the page ran."""
+    if st.session_state.get(_WARNING_SLOT) is None:
+        open_warning_slot()
+    _draw_warnings(final=True)
+    st.session_state.pop(_WARNING_SLOT, None)
 
 
 # ---- building the scenario ------------------------------------------------------------------
@@ -284,9 +354,11 @@ def build_precision(state: dict) -> Precision:
     return p if p == base else replace(p, name="custom")
 
 
-def arch_edits(state: dict) -> dict[str, int]:
-    """The edited model dimensions of a state (Model field -> value)."""
-    return {a.field: int(state[a.key]) for a in ARCH_EDITS if state.get(a.key) is not None}
+def arch_edits(state: dict) -> dict:
+    """The edited architecture of a state (``with_architecture`` field -> value)."""
+    out: dict = {a.field: int(state[a.key]) for a in ARCH_EDITS if state.get(a.key) is not None}
+    out.update({c.field: state[c.key] for c in ARCH_CHOICES if state.get(c.key) is not None})
+    return out
 
 
 def with_framework(hardware: Hardware, framework: str) -> Hardware:
@@ -300,8 +372,8 @@ def with_framework(hardware: Hardware, framework: str) -> Hardware:
 @functools.lru_cache(maxsize=128)
 def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None) -> Scenario:
     state = dict(items)
-    model = custom if custom is not None else with_dimensions(load_model(state["model"]),
-                                                              **arch_edits(state))
+    model = custom if custom is not None else with_architecture(load_model(state["model"]),
+                                                                **arch_edits(state))
     base_hw = custom_hw if custom_hw is not None else load_hardware(state["hardware"])
     ov = _overrides(state)
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
@@ -437,7 +509,8 @@ def _model_section() -> None:
     st.radio("Model source", [SOURCE_PRESET, SOURCE_CONFIG], key=_SOURCE, horizontal=True,
              help="A preset, or any Hugging Face config.json (uploaded or pasted).")
     if ss[_SOURCE] == SOURCE_PRESET:
-        st.selectbox("Model preset", model_options(), key="model", format_func=model_label,
+        st.selectbox("Model preset", model_options(), key="model",
+                     format_func=lambda s: name_first("models", s),
                      help="Type to search; grouped by family.", on_change=_reset_arch)
         _architecture_editor()
         return
@@ -459,29 +532,56 @@ def _model_section() -> None:
 
 
 def _reset_arch() -> None:
-    for a in ARCH_EDITS:
-        st.session_state[a.key] = None
+    for k in ARCH_KEYS:
+        st.session_state[k] = None
+
+
+_MOE_FIELDS = ("num_experts", "experts_per_token", "expert_intermediate_size",
+               "shared_intermediate_size")
+
+
+def _preset_value(base: Model, field: str):
+    """The preset's value of an editable field (None where the model lacks the feature)."""
+    if field in _MOE_FIELDS:
+        return getattr(base.moe, field) if base.moe is not None else None
+    if field in ("kv_lora_rank", "q_lora_rank"):
+        return getattr(base.mla, field) if base.mla is not None else None
+    value = getattr(base, field)
+    return value.value if hasattr(value, "value") else value
 
 
 def _architecture_editor() -> None:
-    """Blank = the preset's value; edits travel in the link (a_* keys)."""
+    """Blank = the preset's value; edits travel in the link (a_* keys). MoE fields on a dense
+    preset make it MoE; MLA ranks show for MLA models, RoPE fields for RoPE models."""
     ss = st.session_state
     try:
         base = load_model(ss["model"])
     except ConfigError as e:
         st.error(escape_md(e))
         return
-    n_edit = sum(ss.get(a.key) is not None for a in ARCH_EDITS)
+    n_edit = sum(ss.get(k) is not None for k in ARCH_KEYS)
     with st.expander("Edit architecture" + (f" ({n_edit} edited)" if n_edit else "")):
         st.caption("Blank = the preset's value. Any other field: use a config.json.")
         for a in ARCH_EDITS:
-            moe_field = a.field in ("num_experts", "experts_per_token",
-                                    "expert_intermediate_size")
-            if moe_field and base.moe is None:
+            pv = _preset_value(base, a.field)
+            if a.field in ("kv_lora_rank", "q_lora_rank") and base.mla is None:
                 continue
-            pv = getattr(base.moe if moe_field else base, a.field)
+            if a.field == "shared_intermediate_size" and base.moe is None:
+                continue
+            shown = pv if pv is not None else ("dense" if a.field in _MOE_FIELDS else "none")
             st.number_input(a.label, *ARCH_RANGE, value=None, key=a.key, step=1,
-                            placeholder=f"preset: {pv}")
+                            placeholder=f"preset: {shown}")
+        for c in ARCH_CHOICES:
+            pv = _preset_value(base, c.field)
+            if c.field.startswith("rope") and base.position is not PositionKind.ROPE:
+                continue
+            if c.options:
+                st.selectbox(c.label, [None, *c.options], key=c.key,
+                             format_func=lambda o, pv=pv: f"preset: {pv}" if o is None else o)
+            else:
+                st.number_input(c.label, min_value=c.lo + 1e-9, max_value=c.hi, value=None,
+                                key=c.key, format="%g", step=None,
+                                placeholder=f"preset: {pv:g}" if pv else "preset")
         if n_edit:
             st.button("Reset to preset", key="_reset_arch", on_click=_reset_arch)
 
@@ -507,7 +607,8 @@ def _hardware_section(scn: Scenario | None) -> None:
         _hardware_file_section()
     else:
         st.selectbox("Hardware preset", hardware_options(), key="hardware",
-                     format_func=hardware_label, on_change=_on_hardware_change,
+                     format_func=lambda s: name_first("hardware", s),
+                     on_change=_on_hardware_change,
                      help="Type to search; grouped by class.")
     st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
                  format_func=lambda f: ("generic (class fit)" if f == GENERIC
@@ -526,7 +627,9 @@ def _hardware_section(scn: Scenario | None) -> None:
         st.caption(f"{r.dtype_used.value} peak {fmt_flops_per_s(r.flops_per_s)} · "
                    f"{fmt_bandwidth(hw.memory_bandwidth_bytes_per_s)} · "
                    f"{fmt_bytes(hw.memory_capacity_bytes)} (GB = 10⁹ B) · "
-                   f"ridge {sig(r.ridge_flops_per_byte)} FLOP/B")
+                   f"ridge at peak rates {sig(r.ridge_flops_per_byte)} FLOP/B"
+                   + (f" · {hw.interconnect.devices} devices" if hw.interconnect
+                      and hw.interconnect.devices > 1 else ""))
     n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
     if n_over:
         st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active")
@@ -601,7 +704,7 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
     restore_state()
     st.session_state[_PAGE_LINK] = {}
     with st.sidebar:
-        share = st.container()
+        share = st.empty()
         st.subheader("Model", divider="gray")
         _model_section()
         scn, err = try_scenario()
@@ -616,14 +719,18 @@ def render_sidebar() -> st.delta_generator.DeltaGenerator:
         with st.expander("Display"):
             st.radio("Chart download format", ["png", "svg"], key=IMAGE_FORMAT,
                      horizontal=True, help="Format of the camera button on every chart.")
+            st.caption(":material/contrast: **Light or dark theme:** the ⋮ menu at the top "
+                       "right → *Settings* → *Theme* (System, Light, Dark). The app follows "
+                       "your system's setting until you choose.")
     sync_url()
     _save_shadow()
     return share
 
 
 def render_share_link(container) -> None:
-    """'Copy link': the current page's URL with every scenario key spelled out (v=1) plus the
-    page's own settings."""
+    """'Copy link' into ``container`` (an ``st.empty``; drawn before the page runs and again
+    after, so it survives a page that stops): the current page's URL with every scenario key
+    spelled out (v=1) plus the page's own settings."""
     scn, _ = try_scenario()
     pairs = list(to_query(current_state()).items())
     for k, v in st.session_state.get(_PAGE_LINK, {}).items():
@@ -631,7 +738,7 @@ def render_share_link(container) -> None:
             pairs.append((k, item))
     base = st.context.url or ""
     link = f"{base}?{links.query_string(pairs)}"
-    with container:
+    with container.container():
         with st.expander("Copy link", expanded=False, icon=":material/link:"):
             st.code(link, language=None, wrap_lines=True)
             st.caption("Every parameter is spelled out (link format v=1), so the link keeps its "

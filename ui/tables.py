@@ -10,6 +10,7 @@ import streamlit as st
 
 from llmpara_core.analysis import OpRow, Report
 from llmpara_core.export import report_to_dict, row_to_dict
+from llmpara_core.op_notes import operator_note, operator_params
 from llmpara_core.units import BYTES_PER_MB, FLOPS_PER_GFLOP, S_PER_US
 
 PHASES = ("prefill", "decode")
@@ -46,13 +47,17 @@ def operators_frame(report: Report) -> pd.DataFrame:
     """One row per operator and phase, in display units (GFLOP, MB = 10^6 B, µs). Prefill is
     one pass; decode is the mean per decode step. Share = share of the phase's estimated time."""
     multi = has_multiple_groups(report)
+    model, flash = report.model, report.workload.flash_attention
     recs = []
     for phase in (report.prefill, report.decode):
         for r in phase.rows:
             ai = r.arithmetic_intensity
             recs.append({
                 "phase": r.phase, "operator": op_label(r, multi), "category": r.kind.value,
-                "count": r.count, "GFLOP": r.flops / FLOPS_PER_GFLOP,
+                "note": operator_note(model, r.name, r.kind, r.group, flash),
+                "count": r.count,
+                "params": operator_params(model, r.name, r.kind) * r.count,
+                "GFLOP": r.flops / FLOPS_PER_GFLOP,
                 "weights MB": r.weight_bytes / BYTES_PER_MB,
                 "act. read MB": r.act_read_bytes / BYTES_PER_MB,
                 "act. write MB": r.act_write_bytes / BYTES_PER_MB,
@@ -69,7 +74,12 @@ def operators_frame(report: Report) -> pd.DataFrame:
 
 
 OPERATOR_COLUMNS = {
+    "operator": st.column_config.TextColumn("operator", pinned=True),
+    "note": st.column_config.TextColumn("note", help="the architecture feature this operator "
+                                        "implements", width="medium"),
     "count": st.column_config.NumberColumn("count", help="executions per pass (layers)"),
+    "params": st.column_config.NumberColumn("params", format="compact",
+                                            help="weight elements held, all executions"),
     "GFLOP": st.column_config.NumberColumn("GFLOP", format="%.4g", help="10^9 FLOPs"),
     "weights MB": st.column_config.NumberColumn(format="%.4g", help="MB = 10^6 bytes"),
     "act. read MB": st.column_config.NumberColumn(format="%.4g"),
@@ -86,13 +96,44 @@ OPERATOR_COLUMNS = {
 }
 
 
+BOUND_STYLE = {"memory": "background-color: rgba(228, 87, 86, 0.18)",
+               "compute": "background-color: rgba(76, 120, 168, 0.22)"}
+
+
+def operator_columns(kind_colors: dict[str, str]) -> dict:
+    """OPERATOR_COLUMNS with the category as a coloured badge (the chart colours)."""
+    kinds = list(kind_colors)
+    return {**OPERATOR_COLUMNS, "category": st.column_config.MultiselectColumn(
+        "category", options=kinds, color=[kind_colors[k] for k in kinds], disabled=True)}
+
+
+def styled_operators(view: pd.DataFrame):
+    """The operator table as shown: the category as a badge (a one-item list for
+    ``operator_columns``), intensity and bound cells tinted by the bound (memory: red, compute:
+    blue), so the memory-bound operators stand out."""
+    shown = view.assign(category=view["category"].map(lambda c: [c]))
+
+    def tint(row: pd.Series) -> list[str]:
+        style = BOUND_STYLE.get(row["bound"], "")
+        return [style if c in ("intensity FLOP/B", "bound") else "" for c in row.index]
+
+    return shown.style.apply(tint, axis=1)
+
+
 def raw_operators_frame(report: Report) -> pd.DataFrame:
     """Every operator row in SI units, as ``llmpara analyze --format csv`` writes them."""
     return pd.DataFrame.from_records([row_to_dict(r) for r in all_rows(report)])
 
 
+CSV_ENCODING = "utf-8-sig"
+"""UTF-8 with a byte-order mark: Excel then reads 'µs', '≤' and '·' in headers correctly
+(without it, Excel assumes the local code page and garbles them); Python, pandas and
+LibreOffice skip the mark."""
+
+
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False).encode("utf-8")
+    """The CSV every download button serves (UTF-8 with BOM, no index)."""
+    return df.to_csv(index=False).encode(CSV_ENCODING)
 
 
 def report_json(report: Report, include_operators: bool = True) -> bytes:

@@ -1,0 +1,185 @@
+"""The Compare page's decision view: one compact table (units in the headers, fit status, the
+best value per column highlighted) and linked Altair bar charts (click a scenario in one chart,
+it is picked out in all). Values come from the core's reports; this module only arranges and
+formats them."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Sequence
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from llmpara_core.analysis import Report
+from llmpara_core.units import BYTES_PER_GB, S_PER_MS
+
+from .format import fmt_count, fmt_pct, fmt_times, sig
+
+MAX_NAME = 18
+LABEL_PX, CHART_PX = 230, 290       # fits a 1440 px window with the sidebar open
+_VENDORS = ("NVIDIA ", "AMD ", "Apple ", "Intel ", "Google ", "Qualcomm ", "GeForce ")
+
+# (column, higher is better) — the columns whose best value is highlighted.
+BEST = {"TTFT (ms)": False, "TPOT (ms)": False, "tok/s per seq.": True,
+        "tok/s aggregate": True, "memory (GB)": False, "max batch": True}
+HIGHLIGHT = "background-color: rgba(84, 162, 75, 0.28); font-weight: 600"
+NOT_FIT = "color: rgba(128, 128, 128, 0.9); font-style: italic"
+
+COMPARE_COLUMNS = {
+    "scenario": st.column_config.TextColumn("scenario", pinned=True),
+    "fit": st.column_config.TextColumn("fit", help="weights + KV cache + activations vs the "
+                                       "device's capacity"),
+    "params": st.column_config.TextColumn("params", help="total parameters (B = 10⁹)"),
+    "memory (GB)": st.column_config.NumberColumn(help="needed; GB = 10⁹ bytes"),
+    "capacity (GB)": st.column_config.NumberColumn(help="device memory; GB = 10⁹ bytes"),
+    "TTFT (ms)": st.column_config.NumberColumn(help="time to first token, estimated"),
+    "TPOT (ms)": st.column_config.NumberColumn(help="time per output token, estimated"),
+    "tok/s per seq.": st.column_config.NumberColumn(help="decode tokens/s of one sequence "
+                                                    "(1 / TPOT), estimated"),
+    "tok/s aggregate": st.column_config.NumberColumn(help="decode tokens/s of the batch, "
+                                                     "estimated"),
+    "max batch": st.column_config.NumberColumn(help="largest batch that fits at this context"),
+}
+
+
+def _short(text: str) -> str:
+    for v in _VENDORS:
+        text = text.replace(v, "")
+    return text if len(text) <= MAX_NAME else text[:MAX_NAME - 1].rstrip() + "…"
+
+
+def short_label(i: int, model: str, hardware: str, precision: str) -> str:
+    """A chart-sized scenario name: '1 · Llama-3 8B · H100 SXM5 80GB · FP16' (shortened)."""
+    return f"{i + 1} · {_short(model)} · {_short(hardware)} · {precision}"
+
+
+def compare_table(results: Sequence[tuple[str, Report]]) -> pd.DataFrame:
+    """One row per scenario in display units (numbers stay numbers, for sorting)."""
+    rows = []
+    for label, rep in results:
+        e, d, mem = rep.estimated, rep.ideal, rep.memory
+        rows.append({
+            "scenario": label, "fits": mem.fits,
+            "fit": "fits" if mem.fits else f"no ({fmt_times(mem.utilisation)} capacity)"
+            if mem.utilisation >= 10 else f"no ({fmt_pct(mem.utilisation)})",
+            "params": fmt_count(rep.params.total),
+            "memory (GB)": mem.total_bytes / BYTES_PER_GB,
+            "capacity (GB)": mem.capacity_bytes / BYTES_PER_GB,
+            "TTFT (ms)": e.ttft_s / S_PER_MS, "TPOT (ms)": e.tpot_s / S_PER_MS,
+            "tok/s per seq.": e.decode_tokens_per_s,
+            "tok/s aggregate": e.throughput_tokens_per_s,
+            "max batch": rep.max_batch,
+            "_ttft_ideal": d.ttft_s / S_PER_MS, "_tpot_ideal": d.tpot_s / S_PER_MS,
+            "_tps_ideal": d.throughput_tokens_per_s,
+        })
+    return pd.DataFrame(rows)
+
+
+def raw_compare_frame(results: Sequence[tuple[str, Report]]) -> pd.DataFrame:
+    """The CSV: SI units, full precision, both estimated and ideal."""
+    recs = []
+    for label, rep in results:
+        e, d, mem = rep.estimated, rep.ideal, rep.memory
+        recs.append({
+            "scenario": label, "model": rep.model.name, "hardware": rep.hardware.name,
+            "precision": rep.precision.name, "params_total": rep.params.total,
+            "params_active": rep.params.active, "weight_bytes": rep.weight_bytes,
+            "memory_total_bytes": mem.total_bytes, "memory_capacity_bytes": mem.capacity_bytes,
+            "fits_in_memory": mem.fits, "max_batch": rep.max_batch,
+            "ttft_s": e.ttft_s, "ttft_s_ideal": d.ttft_s, "tpot_s": e.tpot_s,
+            "tpot_s_ideal": d.tpot_s, "decode_tokens_per_s": e.decode_tokens_per_s,
+            "throughput_tokens_per_s": e.throughput_tokens_per_s,
+            "throughput_tokens_per_s_ideal": d.throughput_tokens_per_s})
+    return pd.DataFrame(recs)
+
+
+def styled_compare(table: pd.DataFrame):
+    """The table as shown: SI-free display columns, the best value per column (among the
+    scenarios that fit) highlighted, the speeds of scenarios that do not fit in grey."""
+    shown = table[[c for c in table.columns if not c.startswith("_") and c != "fits"]]
+    fits = table["fits"]
+
+    def best(col: pd.Series) -> list[str]:
+        ok = col[fits]
+        if ok.empty or len(table) < 2:
+            return [""] * len(col)
+        target = ok.max() if BEST[col.name] else ok.min()
+        return [HIGHLIGHT if f and v == target else "" for v, f in zip(col, fits)]
+
+    def grey(row: pd.Series) -> list[str]:
+        return [NOT_FIT if not fits[row.name] and c in BEST else "" for c in row.index]
+
+    style = shown.style.apply(best, subset=list(BEST)).apply(grey, axis=1)
+    return style.format({c: sig for c in BEST if c != "max batch"} |
+                        {"memory (GB)": sig, "capacity (GB)": sig, "max batch": "{:,}"})
+
+
+def _bars(value: str, ideal: str | None, title: str, sel, log: bool,
+          labels: bool):
+    """Horizontal bars of ``value`` per scenario (estimated), a tick at ``ideal``; only the
+    left column of charts carries the scenario names (the rows are in the same order)."""
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+    base = alt.Chart().encode(y=alt.Y("scenario:N", title=None, sort=None,
+                                        axis=alt.Axis(labelLimit=LABEL_PX, labels=labels,
+                                                      ticks=labels)))
+    bars = base.mark_bar().encode(
+        x=alt.X(f"{value}:Q", title=title, scale=scale, axis=alt.Axis(tickCount=5,
+                                                                        format="~s")),
+        color=alt.condition(sel, alt.Color("fit:N", legend=alt.Legend(title="memory",
+                                                                      orient="top"),
+                                           scale=alt.Scale(domain=["fits", "does not fit"],
+                                                           range=["#4C78A8", "#9E9E9E"])),
+                            alt.value("rgba(128,128,128,0.25)")),
+        tooltip=["scenario:N", alt.Tooltip(f"{value}:Q", title=title, format=".3~s"),
+                 "fit:N"])
+    layers = [bars]
+    if ideal:
+        layers.append(base.mark_tick(color="#F58518", thickness=2, size=18).encode(
+            x=alt.X(f"{ideal}:Q"),
+            tooltip=["scenario:N", alt.Tooltip(f"{ideal}:Q", title=f"{title}, ideal",
+                                             format=".3~s")]))
+    return alt.layer(*layers).properties(height=alt.Step(26), width=CHART_PX, title=title)
+
+
+def chart_data(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows the charts of :func:`compare_spec` draw (short column names)."""
+    df = table.rename(columns={"TTFT (ms)": "ttft", "TPOT (ms)": "tpot",
+                               "tok/s aggregate": "tps", "memory (GB)": "mem",
+                               "capacity (GB)": "cap", "_ttft_ideal": "ttft_i",
+                               "_tpot_ideal": "tpot_i", "_tps_ideal": "tps_i"})
+    df["fit"] = df["fits"].map({True: "fits", False: "does not fit"})
+    return df[["scenario", "fit", "ttft", "tpot", "tps", "mem", "cap", "ttft_i", "tpot_i",
+               "tps_i"]]
+
+
+@functools.lru_cache(maxsize=2)
+def compare_spec(log: bool = False) -> dict:
+    """Four horizontal bar charts (Altair, as a Vega-Lite spec without data: the page passes
+    :func:`chart_data` to ``st.vega_lite_chart``) with one shared selection: TTFT, TPOT,
+    aggregate tokens/s and memory needed (capacity as a tick). Built once per scale: Altair
+    takes about a second to serialise a chart, the data changes on every rerun."""
+    sel = alt.selection_point(fields=["scenario"], name="pick")
+    row1 = alt.hconcat(_bars("ttft", "ttft_i", "TTFT (ms)", sel, log, True),
+                       _bars("tpot", "tpot_i", "TPOT (ms)", sel, log, False))
+    row2 = alt.hconcat(_bars("tps", "tps_i", "Decode tokens/s (aggregate)", sel, log, True),
+                       _bars("mem", "cap", "Memory needed (GB), tick = capacity", sel, log,
+                             False))
+    with warnings.catch_warnings():     # one selection shared by all views is the intent
+        warnings.filterwarnings("ignore", "Automatically deduplicated selection")
+        chart = alt.vconcat(row1, row2).add_params(sel).resolve_scale(color="shared")
+        return _without_placeholder_data(chart.to_dict())
+
+
+def _without_placeholder_data(spec):
+    """Altair gives data-less views an empty named dataset; removed, every view draws the data
+    Streamlit attaches at the top."""
+    if isinstance(spec, dict):
+        return {k: _without_placeholder_data(v) for k, v in spec.items()
+                if not (k == "data" and v == {"name": "empty"})
+                and not (k == "datasets" and set(v) <= {"empty"})}
+    if isinstance(spec, list):
+        return [_without_placeholder_data(v) for v in spec]
+    return spec

@@ -151,6 +151,10 @@ def test_a_front_design_opens_in_the_overview(params, base):
     opened = ss["_ds_opened_design"]              # the honest name, for the scenario label
     assert opened["name"].startswith("Design #2 (from ") and opened["hardware"] == base
     assert opened["overrides"]["bw"] == pytest.approx(point["bw_gbps"])
+    # the Overview's scenario line names the design, not "<base> (edited)"
+    captions = [c.value.replace("\\", "") for c in at.caption]      # markdown-escaped
+    assert any(opened["name"] in c for c in captions), captions
+    assert not any("(edited)" in c for c in captions)
     _overview_matches(at, point)
 
 

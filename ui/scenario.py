@@ -32,6 +32,7 @@ from llmpara_core.workload import Workload
 
 from . import links
 from .compute import model_from_config
+from .opened_design import opened_design_name
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
 from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
                     OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
@@ -319,8 +320,10 @@ def _overrides(state: dict) -> tuple[tuple[str, float], ...]:
     return tuple((o.key, float(state[o.key])) for o in OVERRIDES if state.get(o.key) is not None)
 
 
-def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...]) -> Hardware:
-    """The preset with the sidebar's edits (unit conversion only; the core validates)."""
+def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...],
+                    name: str | None = None) -> Hardware:
+    """The preset with the sidebar's edits (unit conversion only; the core validates), named
+    ``name`` (default: "<preset> (edited)")."""
     if not overrides:
         return hw
     o = dict(overrides)
@@ -342,7 +345,7 @@ def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...]) -> H
             eff, compute=o.get("eff_compute", eff.compute), memory=o.get("eff_memory", eff.memory),
             kernel_overhead_s=o["overhead_us"] * S_PER_US if "overhead_us" in o
             else eff.kernel_overhead_s)
-    return replace(hw, name=f"{hw.name} (edited)", **changes)
+    return replace(hw, name=name or f"{hw.name} (edited)", **changes)
 
 
 def build_precision(state: dict) -> Precision:
@@ -370,7 +373,8 @@ def with_framework(hardware: Hardware, framework: str) -> Hardware:
 
 
 @functools.lru_cache(maxsize=128)
-def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None) -> Scenario:
+def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None,
+           design_name: str | None = None) -> Scenario:
     state = dict(items)
     model = custom if custom is not None else with_architecture(load_model(state["model"]),
                                                                 **arch_edits(state))
@@ -379,7 +383,7 @@ def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
                   gen_len=int(state["gen"]), flash_attention=bool(state["flash"]))
     fw = state.get("fw") or GENERIC
-    hw = apply_overrides(with_framework(base_hw, fw), ov)
+    hw = apply_overrides(with_framework(base_hw, fw), ov, design_name)
     return Scenario(model, hw, build_precision(state), wl, to_query(state), state["model"],
                     state["hardware"], state["prec"], base_hw, ov, custom is not None, fw,
                     custom_hw is not None)
@@ -400,7 +404,10 @@ def try_scenario() -> tuple[Scenario | None, str | None]:
     ensure_state()
     state = current_state()
     try:
-        return _build(tuple(state.items()), _custom_model(), _custom_hardware()), None
+        items = tuple(state.items())
+        name = (None if _custom_hardware() is not None else
+                opened_design_name(st.session_state, state["hardware"], _overrides(state)))
+        return _build(items, _custom_model(), _custom_hardware(), name), None
     except ConfigError as e:
         return None, str(e)
 

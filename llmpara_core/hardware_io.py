@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from .errors import ConfigError
 from .hardware import (CLASS_DEFAULTS, Efficiency, Hardware, HardwareClass, Interconnect,
                        MemoryTier, Topology)
 from .precision import DType
+from .safeio import read_toml_file
 from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
 
 # Valid keys per table, in the order ``hardware_to_dict`` writes them.
@@ -301,12 +301,7 @@ def hardware_from_dict(data: dict, origin: str, slug: str | None = None) -> Hard
 def read_hardware_file(path: str | Path) -> Hardware:
     """Parse one hardware TOML file; its stem is the default slug."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read hardware file ({exc.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml_file(path, "hardware file")
     return hardware_from_dict(data, origin=str(path), slug=path.stem)
 
 

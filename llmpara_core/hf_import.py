@@ -15,12 +15,12 @@ message names the offending field.
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import ConfigError, require_float, require_int
 from .model import MLA, Activation, FFNKind, Model, MoE, NormKind, PositionKind
+from .safeio import parse_json
 from .units import MAX_SIZE
 
 __all__ = ["from_hf_config", "model_from_preset_dict", "model_preset_info", "ModelPresetInfo",
@@ -224,10 +224,7 @@ def _parse(config) -> dict:
         except UnicodeDecodeError as exc:
             raise ConfigError(f"config is not UTF-8 text: {exc}") from exc
     if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except (ValueError, RecursionError) as exc:   # JSONDecodeError, int-digit limit
-            raise ConfigError(f"config is not valid JSON: {exc}") from exc
+        config = parse_json(config, "config")     # size, nesting, then json.loads
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a JSON object, got {type(config).__name__}")
     return config

@@ -391,15 +391,14 @@ def _new_upload(label: str, ext: str, key: str, max_mb: int) -> tuple[bytes, str
 
 def _use_hardware_file(text: bytes, origin: str) -> None:
     """Parse a hardware TOML (the presets' format); errors are kept for the sidebar."""
-    import tomllib
-
     from llmpara_core.hardware_io import hardware_from_dict
+    from llmpara_core.safeio import parse_toml
     ss = st.session_state
     try:
         try:
-            data = tomllib.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"{origin}: not valid TOML ({e})") from None
+            data = parse_toml(text.decode("utf-8"), origin)
+        except UnicodeDecodeError:
+            raise ConfigError(f"{origin}: not UTF-8 text") from None
         ss[_CUSTOM_HW] = hardware_from_dict(data, origin=origin, slug="uploaded-hardware")
         ss["_custom_hw_error"] = None
     except ConfigError as e:

@@ -76,6 +76,7 @@ HARDWARE: dict[str, Bound] = {
 # ---- economics and speculation ----------------------------------------------------------------
 OTHER: dict[str, Bound] = {
     "lifetime_years": Bound(0.1, 50.0, "years"),
+    "utilisation": Bound(0.001, 1.0),                # busy fraction of the service life
     "gamma": Bound(1, 64),                         # draft tokens per speculative step
     "expert_zipf_s": Bound(0.0, 10.0),
 }

@@ -24,6 +24,7 @@ SUBCOMMANDS: list[str] = ["hetero", "metrics", "speculative", "shard",
                           "dse", "validate"]
 
 FORMATS = ("table", "json", "csv")
+MAX_ERROR_CHARS = 500
 
 
 class UsageError(Exception):
@@ -290,10 +291,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as e:      # noqa: BLE001 - a bug or an input no check foresaw
+        first = str(e).splitlines()[0] if str(e) else ""
+        _fail(f"could not complete the analysis ({type(e).__name__}: {first})")
     return 2
 
 
 def _fail(message: str) -> None:
+    """One line on stderr, cut to MAX_ERROR_CHARS (a hostile value cannot flood the terminal)."""
+    message = " ".join(message.split())
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS - 3] + "..."
     sys.stderr.write(f"llmpara: error: {message}\n")
 
 

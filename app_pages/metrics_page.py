@@ -22,6 +22,7 @@ from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimate
 from llmpara_core.errors import LLMParaError
 from ui import links
 from ui.format import escape_md, fmt_time, sig
+from ui.tables import csv_bytes
 from ui.scenario import (add_warning, chart_config, get_scenario, register_link_param,
                          url_number, url_segmented, url_selectbox, url_toggle, with_framework)
 
@@ -68,7 +69,7 @@ def _optional_number(label: str, key: str, lo: float, hi: float, placeholder: st
 
 
 def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
-    st.download_button("Download CSV", df.to_csv(index=False).encode(), f"{name}.csv",
+    st.download_button("Download CSV", csv_bytes(df), f"{name}.csv",
                        "text/csv", key=key, icon=":material/download:")
 
 

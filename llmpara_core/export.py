@@ -26,6 +26,23 @@ def _plain(v):
     return v
 
 
+# A text cell starting with one of these is run as a formula by spreadsheets (OWASP "CSV
+# injection"); every CSV writer passes its cells through csv_safe().
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value):
+    """``value`` for a CSV cell: text a spreadsheet would run as a formula gets a leading ``'``
+    (numbers, and text that reads as a number such as "-3.5", are left alone)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
 def row_to_dict(r: OpRow) -> dict:
     d = _plain(r)
     d["memory_bytes"] = r.memory_bytes

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from llmpara_core.analysis import OpRow, Report
-from llmpara_core.export import report_to_dict, row_to_dict
+from llmpara_core.export import csv_safe, report_to_dict, row_to_dict
 from llmpara_core.units import BYTES_PER_MB, FLOPS_PER_GFLOP, S_PER_US
 
 PHASES = ("prefill", "decode")
@@ -82,7 +82,12 @@ def raw_operators_frame(report: Report) -> pd.DataFrame:
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False).encode("utf-8")
+    """The frame as CSV, with text cells made formula-safe (``llmpara_core.export.csv_safe``)."""
+    safe = df.copy()
+    for col in safe.columns[safe.dtypes == object]:
+        safe[col] = safe[col].map(csv_safe)
+    safe.columns = [csv_safe(str(c)) for c in safe.columns]
+    return safe.to_csv(index=False).encode("utf-8")
 
 
 def report_json(report: Report, include_operators: bool = True) -> bytes:

@@ -16,6 +16,7 @@ import sys
 
 from .. import __version__
 from ..errors import ConfigError, LLMParaError
+from ..export import csv_safe
 from ..precision import DType, Precision, precision_preset
 from ..workload import Workload
 
@@ -164,7 +165,7 @@ def emit(obj, fmt: str, rows: list[dict] | None = None, out=None) -> None:
     if fmt == "csv":
         w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: csv_safe(v) for k, v in r.items()} for r in rows)
         return
     cells = [[_fmt_cell(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]

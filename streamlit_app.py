@@ -14,6 +14,7 @@ import re
 
 import streamlit as st
 
+from ui.guard import run_page
 from ui.scenario import render_link_warnings, render_share_link, render_sidebar
 
 # (section, file, title, icon). The first page is the default one.
@@ -47,7 +48,7 @@ page = st.navigation(sections)
 share_slot = render_sidebar()
 warning_slot = st.container()
 try:
-    page.run()
+    run_page(page)          # an unexpected exception: one st.error line, no traceback
 finally:
     with warning_slot:
         render_link_warnings()

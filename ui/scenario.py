@@ -32,7 +32,7 @@ from llmpara_core.workload import Workload
 
 from . import links
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
-from .links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
+from .links import (ARCH_EDITS, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
                     OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
                     format_number, parse_query, to_query)
 
@@ -479,7 +479,7 @@ def _architecture_editor() -> None:
             if moe_field and base.moe is None:
                 continue
             pv = getattr(base.moe if moe_field else base, a.field)
-            st.number_input(a.label, *ARCH_RANGE, value=None, key=a.key, step=1,
+            st.number_input(a.label, *a.range, value=None, key=a.key, step=1,
                             placeholder=f"preset: {pv}")
         if n_edit:
             st.button("Reset to preset", key="_reset_arch", on_click=_reset_arch)

@@ -22,7 +22,10 @@ class InfeasibleError(LLMParaError):
 
 def short(value, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for quoting a hostile value in a message."""
-    text = repr(value)
+    if isinstance(value, int) and value.bit_length() > 128:   # repr of huge ints may fail
+        return f"a {value.bit_length()}-bit integer"
+    text = repr(value) if not isinstance(value, (list, tuple, dict)) or len(value) < 100 else (
+        f"a {type(value).__name__} of {len(value):,} items")
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -85,6 +85,8 @@ OTHER: dict[str, Bound] = {
 MAX_FILE_BYTES = 2_000_000        # a config.json, hardware TOML or ranges file larger is not one
 MAX_NESTING = 16                  # [ / { depth in a TOML or JSON document
 MAX_KEY_PARTS = 8                 # parts of a dotted TOML key (a.b.c = 3 parts)
+MAX_TOML_VALUES = 20_000          # '=' and ',' in a TOML document (tomllib: ~20 us per value;
+                                  # the largest shipped table has 1,817)
 MAX_NAME_CHARS = 200              # a model or hardware name, a tier name
 MAX_CSV_FIELD_CHARS = 10_000      # one cell of an uploaded CSV
 MAX_TIER_ITEMS = 100_000          # placeable items of a memory-tier analysis

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
-from .limits import MAX_FILE_BYTES, MAX_KEY_PARTS, MAX_NESTING
+from .limits import MAX_FILE_BYTES, MAX_KEY_PARTS, MAX_NESTING, MAX_TOML_VALUES
 
 # Strings and comments, replaced before counting brackets and key parts. Possessive quantifiers
 # and an unterminated string running to the end of its line (or the text) keep this linear.
@@ -63,7 +63,8 @@ def _max_depth(text: str) -> int:
 
 def prescan(text: str, origin: str, kind: str) -> None:
     """Refuse ``text`` (``kind`` "TOML" or "JSON") longer than MAX_FILE_BYTES, nested deeper
-    than MAX_NESTING or (TOML) with a dotted key of more than MAX_KEY_PARTS parts."""
+    than MAX_NESTING or (TOML) with more than MAX_TOML_VALUES values or a dotted key of more
+    than MAX_KEY_PARTS parts."""
     if len(text) > MAX_FILE_BYTES:
         raise ConfigError(f"{origin}: too large for a {kind} document ({len(text):,} characters; "
                           f"at most {MAX_FILE_BYTES:,})")
@@ -73,6 +74,10 @@ def prescan(text: str, origin: str, kind: str) -> None:
         raise ConfigError(f"{origin}: {kind} nested {depth} levels deep; at most {MAX_NESTING} "
                           f"are allowed")
     if kind == "TOML":
+        values = bare.count("=") + bare.count(",")
+        if values > MAX_TOML_VALUES:
+            raise ConfigError(f"{origin}: TOML with {values:,} keys and array items; at most "
+                              f"{MAX_TOML_VALUES:,} are allowed")
         parts = max((m.group().count(".") + 1 for m in _KEYISH.finditer(bare)), default=0)
         if parts > MAX_KEY_PARTS:
             raise ConfigError(f"{origin}: a dotted key (or value) has {parts} parts; at most "

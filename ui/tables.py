@@ -84,8 +84,9 @@ def raw_operators_frame(report: Report) -> pd.DataFrame:
 def csv_bytes(df: pd.DataFrame) -> bytes:
     """The frame as CSV, with text cells made formula-safe (``llmpara_core.export.csv_safe``)."""
     safe = df.copy()
-    for col in safe.columns[safe.dtypes == object]:
-        safe[col] = safe[col].map(csv_safe)
+    for col in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[col]):
+            safe[col] = safe[col].map(csv_safe)
     safe.columns = [csv_safe(str(c)) for c in safe.columns]
     return safe.to_csv(index=False).encode("utf-8")
 

@@ -58,7 +58,8 @@ async def _session(browser, url: str, batch: int, results: list, failures: list)
     page = await ctx.new_page()
     t0 = time.perf_counter()
     try:
-        await page.goto(f"{url}/?{urlencode({'model': 'llama-3-8b', 'batch': batch})}")
+        await page.goto(f"{url}/?{urlencode({'model': 'llama-3-8b', 'batch': batch})}",
+                        timeout=PAGE_TIMEOUT_MS)
         await page.wait_for_selector('[data-testid="stMetricValue"]', timeout=PAGE_TIMEOUT_MS)
         await page.wait_for_selector(IDLE, timeout=PAGE_TIMEOUT_MS)
         results.append(time.perf_counter() - t0)
@@ -78,7 +79,7 @@ async def _worst(browser, url: str, path: str, failures: list) -> None:
     ctx = await browser.new_context()
     page = await ctx.new_page()
     try:
-        await page.goto(url + path)
+        await page.goto(url + path, timeout=PAGE_TIMEOUT_MS)
         await page.wait_for_selector(IDLE, timeout=PAGE_TIMEOUT_MS)
         if await page.get_by_test_id("stException").count():
             failures.append(f"{path[:40]}: exception shown")

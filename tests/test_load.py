@@ -103,6 +103,7 @@ async def _health(url: str, stop: asyncio.Event, latencies: list) -> None:
 
 
 async def _run(url: str) -> dict:
+    rss: list[int] = []
     results: list[float] = []
     failures: list[str] = []
     latencies: list[float] = []
@@ -117,10 +118,11 @@ async def _run(url: str) -> dict:
             if r == 0:
                 jobs += [_worst(browser, url, w, failures) for w in WORST_LINKS]
             await asyncio.gather(*jobs)
+            rss.append(_server_rss_bytes(url))
         stop.set()
         await health
         await browser.close()
-    return {"results": results, "failures": failures, "health": latencies}
+    return {"results": results, "failures": failures, "health": latencies, "rss": rss}
 
 
 def test_concurrent_sessions_with_hostile_links_open(server):  # noqa: F811 - fixture
@@ -133,7 +135,8 @@ def test_concurrent_sessions_with_hostile_links_open(server):  # noqa: F811 - fi
           f"renders={len(res)} p50={statistics.median(res):.1f}s p90={q[8]:.1f}s "
           f"failures={len(fails)} health_max={max(health):.2f}s "
           f"health_p90={statistics.quantiles(health, n=10)[8]:.2f}s "
-          f"rss_before={rss_before / 1e6:.0f}MB rss_after={rss_after / 1e6:.0f}MB")
+          f"rss_before={rss_before / 1e6:.0f}MB rss_after={rss_after / 1e6:.0f}MB "
+          f"rss_per_round={[round(r / 1e6) for r in out['rss']]}MB")
     for f in fails:
         print("  failure:", f)
     assert len(res) >= 0.9 * SESSIONS * ROUNDS, fails

@@ -16,7 +16,7 @@ import statistics
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
@@ -68,7 +68,8 @@ async def _session(browser, url: str, batch: int, results: list, failures: list)
         box = page.get_by_test_id("stSidebar").get_by_label("Batch", exact=True).first
         shown = await box.input_value()
         if shown != str(batch):
-            failures.append(f"batch {batch}: Batch box shows {shown}")
+            batch_in_url = parse_qs(urlparse(page.url).query).get("batch")
+            failures.append(f"batch {batch}: Batch box shows {shown}; URL batch={batch_in_url}")
     except Exception as e:         # noqa: BLE001 - a failed session is a counted failure
         failures.append(f"batch {batch}: {type(e).__name__}: {str(e)[:80]}")
     finally:

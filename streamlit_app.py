@@ -15,6 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui.guard import run_page
 from ui.scenario import (open_warning_slot, render_link_warnings, render_share_link,
                          render_sidebar)
 
@@ -56,6 +57,8 @@ share_slot = render_sidebar()
 # once), then again after it: a page that stops (st.stop) or fails keeps both on screen.
 open_warning_slot()
 render_share_link(share_slot)
-page.run()
-render_link_warnings()
-render_share_link(share_slot)
+try:
+    run_page(page)          # an unexpected exception: one st.error line, no traceback
+finally:
+    render_link_warnings()
+    render_share_link(share_slot)

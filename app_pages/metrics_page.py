@@ -22,6 +22,7 @@ from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimate
 from llmpara_core.errors import LLMParaError
 from llmpara_core.units import FLOPS_PER_TFLOP
 from ui.format import escape_md, fmt_time, sig
+from ui.tables import csv_bytes
 from ui.page_inputs import optional_number
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
                          url_toggle, with_framework)
@@ -57,7 +58,7 @@ def _validation(path: str):
 
 
 def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
-    st.download_button("Download CSV", df.to_csv(index=False).encode(), f"{name}.csv",
+    st.download_button("Download CSV", csv_bytes(df), f"{name}.csv",
                        "text/csv", key=key, icon=":material/download:")
 
 

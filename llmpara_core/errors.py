@@ -20,15 +20,24 @@ class InfeasibleError(LLMParaError):
     """A scenario cannot run (e.g. the model does not fit anywhere); searches skip such points."""
 
 
+def short(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for quoting a hostile value in a message."""
+    if isinstance(value, int) and value.bit_length() > 128:   # repr of huge ints may fail
+        return f"a {value.bit_length()}-bit integer"
+    text = repr(value) if not isinstance(value, (list, tuple, dict)) or len(value) < 100 else (
+        f"a {type(value).__name__} of {len(value):,} items")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def require_int(field: str, value, lo: int = 1, hi: int = 10**9) -> int:
     """Validate that ``value`` is an integer (not bool) in [lo, hi]; return it."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise ConfigError(f"{field} must be an integer, got {value!r}")
+            raise ConfigError(f"{field} must be an integer, got {short(value)}")
     if not lo <= value <= hi:
-        raise ConfigError(f"{field} must be in [{lo}, {hi}], got {value}")
+        raise ConfigError(f"{field} must be in [{lo}, {hi}], got {short(value)}")
     return value
 
 
@@ -38,7 +47,7 @@ def require_float(field: str, value, lo: float | None = None, hi: float | None =
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{field} must be a number, got {value!r}")
+        raise ConfigError(f"{field} must be a number, got {short(value)}")
     value = float(value)
     if value != value or value in (float("inf"), float("-inf")):
         raise ConfigError(f"{field} must be finite, got {value}")

@@ -26,6 +26,27 @@ def _plain(v):
     return v
 
 
+# A text cell starting with one of these is run as a formula by spreadsheets (OWASP "CSV
+# injection"); every CSV writer passes its cells through csv_safe().
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\n")
+
+
+def csv_safe(value):
+    """``value`` for a CSV cell: text a spreadsheet would run as a formula gets a leading ``'``
+    (numbers, and text that reads as a number such as "-3.5", are left alone). Carriage returns
+    become "\n" (writers with "\n" line ends quote "\n" but not a lone "\r")."""
+    if not isinstance(value, str):
+        return value
+    value = value.replace("\r\n", "\n").replace("\r", "\n")
+    if not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
 def row_to_dict(r: OpRow) -> dict:
     d = _plain(r)
     d["memory_bytes"] = r.memory_bytes

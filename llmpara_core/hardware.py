@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from .errors import ConfigError, require_float, require_int
+from .errors import ConfigError, require_float
+from .limits import check_float, check_int, check_name
 from .precision import DType
 
 
@@ -106,14 +107,14 @@ class MemoryTier:
     latency_s: float | None = None
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ConfigError(f"memory tier name must be a non-empty string, got {self.name!r}")
-        require_float(f"tier {self.name}: capacity", self.capacity_bytes, lo=0, lo_open=True)
-        require_float(f"tier {self.name}: bandwidth", self.bandwidth_bytes_per_s, lo=0,
-                      lo_open=True)
-        require_float(f"tier {self.name}: energy per byte", self.energy_j_per_byte, lo=0,
-                      allow_none=True)
-        require_float(f"tier {self.name}: latency", self.latency_s, lo=0, allow_none=True)
+        check_name("memory tier name", self.name)
+        check_float("capacity_bytes", self.capacity_bytes, f"tier {self.name}: capacity [B]")
+        check_float("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s,
+                    f"tier {self.name}: bandwidth [B/s]")
+        check_float("energy_j_per_byte", self.energy_j_per_byte,
+                    f"tier {self.name}: energy per byte [J]", allow_none=True)
+        check_float("latency_s", self.latency_s, f"tier {self.name}: latency [s]",
+                    allow_none=True)
 
 
 @dataclass(frozen=True)
@@ -128,9 +129,14 @@ class Interconnect:
     devices_per_node: int | None = None
 
     def __post_init__(self):
-        require_float("interconnect.bandwidth", self.bandwidth_bytes_per_s, lo=0, lo_open=True)
-        require_float("interconnect.latency", self.latency_s, lo=0)
-        require_int("interconnect.devices", self.devices, 1, 1_000_000)
+        check_float("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s,
+                    "interconnect.bandwidth [B/s]")
+        check_float("latency_s", self.latency_s, "interconnect.latency [s]")
+        check_int("devices", self.devices, "interconnect.devices")
+        check_float("bandwidth_bytes_per_s", self.inter_node_bandwidth_bytes_per_s,
+                    "interconnect.inter_node_bandwidth [B/s]", allow_none=True)
+        check_float("latency_s", self.inter_node_latency_s, "interconnect.inter_node_latency [s]",
+                    allow_none=True)
         if not isinstance(self.topology, Topology):
             raise ConfigError(f"interconnect.topology must be a Topology, got {self.topology!r}")
 
@@ -228,20 +234,21 @@ class Hardware:
     architecture: Architecture | None = None   # chip generation, None = unknown / research
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ConfigError(f"hardware name must be a non-empty string, got {self.name!r}")
+        check_name("hardware name", self.name)
         if not isinstance(self.hw_class, HardwareClass):
             raise ConfigError(f"class must be one of {[c.value for c in HardwareClass]}, "
                               f"got {self.hw_class!r}")
-        require_float("memory bandwidth", self.memory_bandwidth_bytes_per_s, lo=0, lo_open=True)
-        require_float("memory capacity", self.memory_capacity_bytes, lo=0, lo_open=True)
+        check_float("bandwidth_bytes_per_s", self.memory_bandwidth_bytes_per_s,
+                    "memory bandwidth [B/s]")
+        check_float("capacity_bytes", self.memory_capacity_bytes, "memory capacity [B]")
         peaks = [self.peak_flops_per_s_raw(d) for d in DType]
         for d, v in zip(DType, peaks):
-            require_float(f"peak {d.value}", v, lo=0, lo_open=True, allow_none=True)
+            check_float("peak_flops_per_s", v, f"peak {d.value} [FLOP/s]", allow_none=True)
         if all(v is None for v in peaks):
             raise ConfigError(f"{self.name}: at least one peak compute figure is required")
-        for f in ("tdp_w", "idle_w", "price_usd", "embodied_kgco2e", "process_nm"):
-            require_float(f, getattr(self, f), lo=0, allow_none=True)
+        for f, b in (("tdp_w", "power_w"), ("idle_w", "power_w"), ("price_usd", "price_usd"),
+                     ("embodied_kgco2e", "embodied_kgco2e"), ("process_nm", "process_nm")):
+            check_float(b, getattr(self, f), f, allow_none=True)
         for f, kind in (("memory_type", MemoryType), ("architecture", Architecture)):
             value = getattr(self, f)
             if value is not None and not isinstance(value, kind):

@@ -14,14 +14,14 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, did_you_mean, short
 from .hardware import (CLASS_DEFAULTS, Architecture, Efficiency, Hardware, HardwareClass,
                        Interconnect, MemoryTier, MemoryType, Topology)
 from .precision import DType
+from .safeio import read_toml_file
 from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
 
 # Valid keys per table, in the order ``hardware_to_dict`` writes them.
@@ -54,6 +54,9 @@ def _check_keys(table: dict, allowed: tuple[str, ...], origin: str, prefix: str)
     for key in table:
         if key in allowed:
             continue
+        if len(str(key)) > 100:
+            raise _fail(origin, f"unknown key {short(prefix + str(key))} (valid keys: "
+                                f"{', '.join(allowed)})")
         by_lower = {a.lower(): a for a in allowed}
         best = by_lower.get(str(key).lower())
         if best is None:
@@ -75,7 +78,7 @@ def _table(data: dict, key: str, origin: str, path: str, required: bool = False)
             raise _fail(origin, f"missing required table [{path}]")
         return None
     if not isinstance(value, dict):
-        raise _fail(origin, f"'{path}' must be a table, got {value!r}")
+        raise _fail(origin, f"'{path}' must be a table, got {short(value)}")
     return value
 
 
@@ -88,7 +91,7 @@ def _number(data: dict, key: str, origin: str, path: str, *, required: bool = Fa
         return None
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(origin, f"'{path}' must be a number, got {value!r} "
+        raise _fail(origin, f"'{path}' must be a number, got {short(value)} "
                             f"({type(value).__name__})")
     value = float(value)
     if not math.isfinite(value):
@@ -108,7 +111,7 @@ def _integer(data: dict, key: str, origin: str, path: str, *, required: bool = F
         return None
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(origin, f"'{path}' must be an integer, got {value!r}")
+        raise _fail(origin, f"'{path}' must be an integer, got {short(value)}")
     if value < lo:
         raise _fail(origin, f"'{path}' must be >= {lo}, got {value}")
     return value
@@ -122,7 +125,7 @@ def _string(data: dict, key: str, origin: str, path: str, *, required: bool = Fa
         return None
     value = data[key]
     if not isinstance(value, str):
-        raise _fail(origin, f"'{path}' must be a string, got {value!r}")
+        raise _fail(origin, f"'{path}' must be a string, got {short(value)}")
     if not allow_empty and not value.strip():
         raise _fail(origin, f"'{path}' must not be empty")
     return value
@@ -134,8 +137,10 @@ def _choice(data: dict, key: str, enum_type, origin: str, path: str, *, required
         return None
     values = [m.value for m in enum_type]
     if text not in values:
+        if len(text) > 100:
+            raise _fail(origin, f"'{path}' = {short(text)} is not one of {', '.join(values)}")
         hint = did_you_mean(text, values, n=1, cutoff=0.0, ignore_case=True)
-        raise _fail(origin, f"'{path}' = {text!r} is not one of {', '.join(values)}{hint}")
+        raise _fail(origin, f"'{path}' = {short(text)} is not one of {', '.join(values)}{hint}")
     return enum_type(text)
 
 
@@ -196,7 +201,7 @@ def _tiers(data: dict, origin: str) -> tuple[MemoryTier, ...]:
         _check_keys(table, TIER_KEYS, origin, p)
         name = _string(table, "name", origin, p + "name", required=True)
         if name in names:
-            raise _fail(origin, f"'{p}name' = {name!r} repeats an earlier tier name")
+            raise _fail(origin, f"'{p}name' = {short(name)} repeats an earlier tier name")
         names.add(name)
         tiers.append(MemoryTier(
             name=name,
@@ -248,9 +253,9 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
 def _aliases(data: dict, origin: str) -> tuple[str, ...]:
     raw = data.get("aliases", [])
     if not isinstance(raw, list) or not all(isinstance(a, str) and a.strip() for a in raw):
-        raise _fail(origin, f"'aliases' must be a list of non-empty strings, got {raw!r}")
+        raise _fail(origin, f"'aliases' must be a list of non-empty strings, got {short(raw)}")
     if len(set(raw)) != len(raw):
-        raise _fail(origin, f"'aliases' has repeated entries: {raw!r}")
+        raise _fail(origin, f"'aliases' has repeated entries: {short(raw)}")
     return tuple(raw)
 
 
@@ -270,8 +275,8 @@ def hardware_from_dict(data: dict, origin: str, slug: str | None = None) -> Hard
     hw_class = _choice(data, "class", HardwareClass, origin, "class", required=True)
     file_slug = _string(data, "slug", origin, "slug")
     if file_slug is not None and not _SLUG_RE.match(file_slug):
-        raise _fail(origin, f"'slug' = {file_slug!r} must be lower-case letters, digits and "
-                            f"single hyphens (e.g. {slugify(file_slug)!r})")
+        raise _fail(origin, f"'slug' = {short(file_slug)} must be lower-case letters, digits and "
+                            f"single hyphens (e.g. {short(slugify(file_slug))})")
     plain = {field: _number(data, key, origin, key) for key, field in _PLAIN_OPTIONAL}
     try:
         return Hardware(
@@ -305,12 +310,7 @@ def hardware_from_dict(data: dict, origin: str, slug: str | None = None) -> Hard
 def read_hardware_file(path: str | Path) -> Hardware:
     """Parse one hardware TOML file; its stem is the default slug."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read hardware file ({exc.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml_file(path, "hardware file")
     return hardware_from_dict(data, origin=str(path), slug=path.stem)
 
 

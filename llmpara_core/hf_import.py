@@ -15,12 +15,13 @@ message names the offending field.
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import ConfigError, require_float, require_int
+from .errors import ConfigError, require_float, require_int, short
 from .model import MLA, Activation, FFNKind, Model, MoE, NormKind, PositionKind
+from .limits import MODEL_INT
+from .safeio import parse_json
 from .units import MAX_SIZE
 
 __all__ = ["from_hf_config", "model_from_preset_dict", "model_preset_info", "ModelPresetInfo",
@@ -124,12 +125,24 @@ _ACTIVATIONS = {
 
 # ---- typed field access -----------------------------------------------------------------------
 
+# config.json key -> limits.MODEL_INT key, where the names differ (layer counts and periods are
+# bounded like the layer count).
+_LIMIT_OF = {
+    "n_layer": "num_hidden_layers", "n_embd": "hidden_size", "n_head": "num_attention_heads",
+    "n_inner": "intermediate_size", "n_positions": "max_position_embeddings",
+    "num_local_experts": "num_experts", "n_routed_experts": "num_experts",
+    "num_experts_per_tok": "experts_per_token", "moe_intermediate_size": "expert_intermediate_size",
+    "shared_expert_intermediate_size": "shared_intermediate_size",
+    "n_shared_experts": "num_experts", "first_k_dense_replace": "num_hidden_layers",
+    "max_window_layers": "num_hidden_layers", "sliding_window_pattern": "num_hidden_layers",
+    "_sliding_window_pattern": "num_hidden_layers", "decoder_sparse_step": "num_hidden_layers",
+    "moe_layer_freq": "num_hidden_layers",
+}
+
+
 def _show(value: Any) -> str:
     """repr for error messages, cut to one short line."""
-    if isinstance(value, int) and value.bit_length() > 128:   # repr of huge ints may fail
-        return f"a {value.bit_length()}-bit integer"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return short(value)
 
 
 class _Cfg:
@@ -149,10 +162,13 @@ class _Cfg:
         return self.raw(key) is not None
 
     def integer(self, *keys: str, default: Any = _MISSING, lo: int = 1, hi: int = MAX_SIZE):
-        """The first present field among ``keys`` (aliases), validated; else ``default``."""
+        """The first present field among ``keys`` (aliases), validated (against
+        ``limits.MODEL_INT`` too, before any per-layer work); else ``default``."""
         for key in keys:
             value = self.raw(key)
             if value is not None:
+                limit = MODEL_INT.get(_LIMIT_OF.get(key, key))
+                hi = min(hi, int(limit.hi)) if limit is not None else hi
                 if isinstance(value, int) and not isinstance(value, bool) \
                         and not lo <= value <= hi:
                     raise ConfigError(f"{key} must be in [{lo}, {hi}], got {_show(value)}")
@@ -224,10 +240,7 @@ def _parse(config) -> dict:
         except UnicodeDecodeError as exc:
             raise ConfigError(f"config is not UTF-8 text: {exc}") from exc
     if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except (ValueError, RecursionError) as exc:   # JSONDecodeError, int-digit limit
-            raise ConfigError(f"config is not valid JSON: {exc}") from exc
+        config = parse_json(config, "config")     # size, nesting, then json.loads
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a JSON object, got {type(config).__name__}")
     return config

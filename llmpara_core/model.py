@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import ConfigError, require_float, require_int
-from .units import MAX_SIZE
+from .limits import check_int, check_name
 
 
 class FFNKind(Enum):
@@ -69,15 +69,14 @@ class MoE:
     expert_bias: bool = False          # gpt-oss
 
     def __post_init__(self):
-        require_int("moe.num_experts", self.num_experts, 1, 1_000_000)
-        require_int("moe.experts_per_token", self.experts_per_token, 1, 1_000_000)
+        check_int("num_experts", self.num_experts, "moe.num_experts")
+        check_int("experts_per_token", self.experts_per_token, "moe.experts_per_token")
         if self.experts_per_token > self.num_experts:
             raise ConfigError(
                 f"moe.experts_per_token ({self.experts_per_token}) must be <= "
                 f"moe.num_experts ({self.num_experts})")
-        require_int("moe.expert_intermediate_size", self.expert_intermediate_size, 1, MAX_SIZE)
-        require_int("moe.shared_intermediate_size", self.shared_intermediate_size, 0, MAX_SIZE)
-        require_int("moe.first_dense_layers", self.first_dense_layers, 0, MAX_SIZE)
+        for f in ("expert_intermediate_size", "shared_intermediate_size", "first_dense_layers"):
+            check_int(f, getattr(self, f), f"moe.{f}")
 
     def expected_active_experts(self, tokens: float) -> float:
         """Expected number of distinct routed experts touched by ``tokens`` tokens, each picking
@@ -98,12 +97,10 @@ class MLA:
     q_lora_rank: int | None = None
 
     def __post_init__(self):
-        require_int("mla.kv_lora_rank", self.kv_lora_rank, 1, MAX_SIZE)
-        require_int("mla.qk_nope_head_dim", self.qk_nope_head_dim, 1, MAX_SIZE)
-        require_int("mla.qk_rope_head_dim", self.qk_rope_head_dim, 0, MAX_SIZE)
-        require_int("mla.v_head_dim", self.v_head_dim, 1, MAX_SIZE)
+        for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            check_int(f, getattr(self, f), f"mla.{f}")
         if self.q_lora_rank is not None:
-            require_int("mla.q_lora_rank", self.q_lora_rank, 1, MAX_SIZE)
+            check_int("q_lora_rank", self.q_lora_rank, "mla.q_lora_rank")
 
     @property
     def qk_head_dim(self) -> int:
@@ -165,13 +162,12 @@ class Model:
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
+        check_name("name", self.name)
         for f in ("hidden_size", "num_hidden_layers", "num_attention_heads",
                   "num_key_value_heads", "intermediate_size", "vocab_size"):
-            require_int(f, getattr(self, f), 1, MAX_SIZE)
+            check_int(f, getattr(self, f))
         if self.head_dim is not None:
-            require_int("head_dim", self.head_dim, 1, MAX_SIZE)
+            check_int("head_dim", self.head_dim)
         elif self.mla is None and self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
@@ -188,9 +184,9 @@ class Model:
         require_float("rope_theta", self.rope_theta, lo=0, lo_open=True, allow_none=True)
         require_float("rope_scaling_factor", self.rope_scaling_factor, lo=0, lo_open=True)
         if self.max_position_embeddings is not None:
-            require_int("max_position_embeddings", self.max_position_embeddings, 1, MAX_SIZE)
+            check_int("max_position_embeddings", self.max_position_embeddings)
         if self.sliding_window is not None:
-            require_int("sliding_window", self.sliding_window, 1, MAX_SIZE)
+            check_int("sliding_window", self.sliding_window)
         if self.sliding_layers is not None:
             if len(self.sliding_layers) != self.num_hidden_layers:
                 raise ConfigError(
@@ -291,7 +287,7 @@ def with_dimensions(model: Model, **changes: int) -> Model:
         fields["moe"] = replace(model.moe, **moe_changes)
     layers = changes.get("num_hidden_layers")
     if layers is not None and model.sliding_layers is not None:
-        require_int("num_hidden_layers", layers, 1, MAX_SIZE)
+        check_int("num_hidden_layers", layers)
         pattern = model.sliding_layers
         fields["sliding_layers"] = tuple(pattern[i % len(pattern)] for i in range(layers))
     name = model.name if model.name.endswith(" (edited)") else f"{model.name} (edited)"

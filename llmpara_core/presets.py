@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError, PresetNotFoundError, did_you_mean
 from .hardware import Hardware
 from .model import Model
+from .safeio import read_limited, read_toml_file
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
-MAX_FILE_BYTES = 2_000_000   # a config or hardware file larger than this is not one
 
 
 @dataclass(frozen=True)
@@ -82,15 +81,8 @@ def find_preset(kind: str, name: str) -> PresetInfo:
 
 
 def _read_toml(path: Path) -> dict:
-    try:
-        raw = path.read_bytes()
-        if len(raw) > MAX_FILE_BYTES:
-            raise ConfigError(f"{path}: file too large ({len(raw)} bytes)")
-        return tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid TOML ({e})") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+    """A TOML file, size-checked before it is read and pre-scanned (see ``safeio``)."""
+    return read_toml_file(path)
 
 
 def _looks_like_path(s: str) -> bool:
@@ -121,12 +113,7 @@ def load_model(name_or_path: str) -> Model:
             raise ConfigError(f"model file not found: {s}")
         if path.suffix == ".toml":
             return model_from_preset_dict(_read_toml(path), path.name)
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(f"{s}: file too large for a config.json")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{s}: cannot read ({e})") from None
+        text = read_limited(path, "config.json")
         return from_hf_config(text, name=path.parent.name or path.stem)
     return _load_model_preset(find_preset("models", s).slug)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigError, require_int
-from .units import MAX_SIZE
+from .errors import ConfigError
+from .limits import check_int
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,8 @@ class Workload:
     logits_all_tokens: bool = False
 
     def __post_init__(self):
-        require_int("batch", self.batch, 1, MAX_SIZE)
-        require_int("prompt_len", self.prompt_len, 0, MAX_SIZE)
-        require_int("gen_len", self.gen_len, 0, MAX_SIZE)
+        for f in ("batch", "prompt_len", "gen_len"):
+            check_int(f, getattr(self, f))
         if self.prompt_len + self.gen_len < 1:
             raise ConfigError("prompt_len + gen_len must be at least 1")
         for f in ("flash_attention", "logits_all_tokens"):

@@ -4,7 +4,7 @@ valid scenario, and no query string, however hostile, raises or slips through un
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ui.links import (ARCH_EDITS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES,
+from ui.links import (ARCH_EDITS, BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES,
                       SCENARIO_KEYS, TOKENS_RANGE, Catalog, defaults, parse_query, to_query)
 
 MODELS = {"llama-3-8b", "mixtral-8x7b"}
@@ -48,7 +48,7 @@ def states(draw):
             s[o.key] = draw(st.floats(o.lo, o.hi, allow_nan=False, exclude_min=o.lo_open))
     for a in ARCH_EDITS:
         if draw(st.booleans()):
-            s[a.key] = draw(st.integers(*ARCH_RANGE))
+            s[a.key] = draw(st.integers(*a.range))
     return s
 
 

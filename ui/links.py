@@ -43,14 +43,17 @@ from typing import Callable, Iterable, Mapping
 
 from llmpara_core.calibration import FRAMEWORKS, GENERIC
 from llmpara_core.precision import DType
+from llmpara_core.limits import HARDWARE, MODEL_INT, WORKLOAD_INT
+from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, S_PER_US
 
 from .format import escape_md
 
 FORMAT_VERSION = "1"
 MAX_VALUE_CHARS = 120          # a longer value is never a valid one
 
-# Workload and bit ranges of the sidebar widgets (the core accepts wider ranges).
-BATCH_RANGE = (1, 100_000)
+# Workload and bit ranges of the sidebar widgets (batch: llmpara_core.limits; the core accepts
+# longer sequences than the sidebar offers).
+BATCH_RANGE = (int(WORKLOAD_INT["batch"].lo), int(WORKLOAD_INT["batch"].hi))
 TOKENS_RANGE = (0, 10_000_000)
 BITS_RANGE = (0.25, 64.0)
 
@@ -70,26 +73,39 @@ class Override:
     lo_open: bool = True
 
 
+def _hw_override(key: str, label: str, limit: str, to_si: float) -> Override:
+    """An override whose bounds are ``llmpara_core.limits.HARDWARE[limit]`` in the key's unit."""
+    b = HARDWARE[limit]
+    return Override(key, label, b.lo / to_si, b.hi / to_si, to_si, lo_open=b.lo == 0)
+
+
 # Factors to SI are the unit definitions of llmpara_core.units (TFLOP/s, GB/s, GB, us).
 OVERRIDES: tuple[Override, ...] = (
-    *(Override(f"peak_{d}", f"Peak {d.upper()} (TFLOP/s)", 0.0, 1e7, 1e12) for d in DTYPES),
-    Override("bw", "Memory bandwidth (GB/s)", 0.0, 1e8, 1e9),
-    Override("cap", "Memory capacity (GB)", 0.0, 1e9, 1e9),
-    Override("tdp", "TDP (W)", 0.0, 1e7, 1.0),
-    Override("price", "Price (USD)", 0.0, 1e10, 1.0, lo_open=False),
+    *(_hw_override(f"peak_{d}", f"Peak {d.upper()} (TFLOP/s)", "peak_flops_per_s",
+                   FLOPS_PER_TFLOP) for d in DTYPES),
+    _hw_override("bw", "Memory bandwidth (GB/s)", "bandwidth_bytes_per_s", BYTES_PER_GB),
+    _hw_override("cap", "Memory capacity (GB)", "capacity_bytes", BYTES_PER_GB),
+    _hw_override("tdp", "TDP (W)", "power_w", 1.0),
+    Override("price", "Price (USD)", 0.0, HARDWARE["price_usd"].hi, 1.0, lo_open=False),
     Override("eff_compute", "Compute efficiency (0-1]", 0.0, 1.0, 1.0),
     Override("eff_memory", "Bandwidth efficiency (0-1]", 0.0, 1.0, 1.0),
-    Override("overhead_us", "Kernel overhead (us)", 0.0, 1e6, 1e-6, lo_open=False),
+    Override("overhead_us", "Kernel overhead (us)", 0.0, 1e6, S_PER_US, lo_open=False),
 )
 OVERRIDE_KEYS = tuple(o.key for o in OVERRIDES)
 
 
 @dataclass(frozen=True)
 class ArchEdit:
-    """An edited model dimension: URL key, label, the Model / MoE field it sets."""
+    """An edited model dimension: URL key, label, the Model / MoE field it sets; its range is
+    the field's bound in ``llmpara_core.limits.MODEL_INT``."""
     key: str
     label: str
     field: str
+
+    @property
+    def range(self) -> tuple[int, int]:
+        b = MODEL_INT[self.field]
+        return int(b.lo), int(b.hi)
 
 
 ARCH_EDITS: tuple[ArchEdit, ...] = (
@@ -106,9 +122,6 @@ ARCH_EDITS: tuple[ArchEdit, ...] = (
     ArchEdit("a_kv_rank", "KV latent rank (MLA)", "kv_lora_rank"),
     ArchEdit("a_q_rank", "Query latent rank (MLA)", "q_lora_rank"),
 )
-ARCH_RANGE = (1, 10_000_000)
-
-
 @dataclass(frozen=True)
 class ArchChoice:
     """An edited architecture feature that is not an integer: a float in (lo, hi] or one of
@@ -276,10 +289,10 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
         bound = f"({o.lo:g}" if o.lo_open else f"[{o.lo:g}"
         read(o.key, lambda r, o=o: parse_float(r, o.lo, o.hi, o.lo_open),
              f"a number in {bound}, {o.hi:g}]", fallback="the preset's value")
-    lo_a, hi_a = ARCH_RANGE
     for a in ARCH_EDITS:
-        read(a.key, lambda r: parse_int(r, lo_a, hi_a), f"an integer in [{lo_a}, {hi_a}]",
-             fallback="the preset's value")
+        lo_a, hi_a = a.range
+        read(a.key, lambda r, lo_a=lo_a, hi_a=hi_a: parse_int(r, lo_a, hi_a),
+             f"an integer in [{lo_a:,}, {hi_a:,}]", fallback="the preset's value")
     for c in ARCH_CHOICES:
         if c.options:
             read(c.key, lambda r, c=c: r.strip().lower() if r.strip().lower() in c.options

@@ -34,8 +34,8 @@ from . import links
 from .compute import model_from_config
 from .opened_design import opened_design_name
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
-from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, ARCH_RANGE, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS,
-                    OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
+from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, BATCH_RANGE, BITS_RANGE, DTYPES,
+                    FRAMEWORK_OPTIONS, OVERRIDES, SCENARIO_KEYS, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS, Catalog,
                     format_number, parse_query, to_query)
 
 DEFAULT_MODELS = ("llama-3-8b", "Llama-3 8B", "Llama-3.1 8B", "meta-llama-3-8b")
@@ -470,15 +470,14 @@ def _new_upload(label: str, ext: str, key: str, max_mb: int) -> tuple[bytes, str
 
 def _use_hardware_file(text: bytes, origin: str) -> None:
     """Parse a hardware TOML (the presets' format); errors are kept for the sidebar."""
-    import tomllib
-
     from llmpara_core.hardware_io import hardware_from_dict
+    from llmpara_core.safeio import parse_toml
     ss = st.session_state
     try:
         try:
-            data = tomllib.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"{origin}: not valid TOML ({e})") from None
+            data = parse_toml(text.decode("utf-8"), origin)
+        except UnicodeDecodeError:
+            raise ConfigError(f"{origin}: not UTF-8 text") from None
         ss[_CUSTOM_HW] = hardware_from_dict(data, origin=origin, slug="uploaded-hardware")
         ss["_custom_hw_error"] = None
     except ConfigError as e:
@@ -576,7 +575,7 @@ def _architecture_editor() -> None:
             if a.field == "shared_intermediate_size" and base.moe is None:
                 continue
             shown = pv if pv is not None else ("dense" if a.field in _MOE_FIELDS else "none")
-            st.number_input(a.label, *ARCH_RANGE, value=None, key=a.key, step=1,
+            st.number_input(a.label, *a.range, value=None, key=a.key, step=1,
                             placeholder=f"preset: {shown}")
         for c in ARCH_CHOICES:
             pv = _preset_value(base, c.field)

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from llmpara_core.analysis import OpRow, Report
-from llmpara_core.export import report_to_dict, row_to_dict
+from llmpara_core.export import csv_safe, report_to_dict, row_to_dict
 from llmpara_core.op_notes import operator_note, operator_params
 from llmpara_core.units import BYTES_PER_MB, FLOPS_PER_GFLOP, S_PER_US
 
@@ -132,8 +132,14 @@ LibreOffice skip the mark."""
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    """The CSV every download button serves (UTF-8 with BOM, no index)."""
-    return df.to_csv(index=False).encode(CSV_ENCODING)
+    """The CSV every download button serves: UTF-8 with BOM, no index, text cells made
+    formula-safe (``llmpara_core.export.csv_safe``)."""
+    safe = df.copy()
+    for col in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[col]):
+            safe[col] = safe[col].map(csv_safe)
+    safe.columns = [csv_safe(str(c)) for c in safe.columns]
+    return safe.to_csv(index=False).encode(CSV_ENCODING)
 
 
 def report_json(report: Report, include_operators: bool = True) -> bytes:

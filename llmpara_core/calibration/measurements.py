@@ -31,6 +31,7 @@ from ..analysis import analyze
 from .efficiency import GENERIC, EfficiencyTable, default_table, framework_of_label
 from ..errors import ConfigError, LLMParaError, PresetNotFoundError
 from ..hardware import Hardware, HardwareClass, Interconnect, Topology
+from ..limits import MAX_CSV_FIELD_CHARS, bound
 from ..model import Model
 from ..precision import DType, Precision
 from ..presets import PRESET_DIR, find_preset, load_hardware, load_model, load_table
@@ -45,6 +46,9 @@ OPTIONAL = ("row_id", "hardware_class", "num_devices", "parallelism", "params_b"
 METRICS = ("decode_tok_s", "prefill_tok_s", "ttft_ms")
 MAX_CSV_BYTES = 5_000_000
 MAX_ROWS = 20_000
+# A measured value (tokens/s or ms) outside these is a typo or an attack (1e-320 would make
+# the prediction/measurement ratio infinite).
+MIN_VALUE, MAX_VALUE = 1e-6, 1e12
 ASSUMED_GEN_LEN = 128
 
 
@@ -119,10 +123,14 @@ def read_measurements(text: str | bytes | None = None) -> tuple[list[Measurement
                           f"{', '.join(REQUIRED)}; optional: {', '.join(OPTIONAL)})")
     reader.fieldnames = header
     rows, skipped = [], []
-    for i, raw in enumerate(reader):
+    for i, raw in enumerate(_rows(reader)):
         if i >= MAX_ROWS:
             raise ConfigError(f"measurements CSV has more than {MAX_ROWS} rows")
         cells = {k: (v or "").strip() for k, v in raw.items() if k is not None}
+        if any(len(v) > MAX_CSV_FIELD_CHARS for v in cells.values()):
+            skipped.append(Skipped(f"row{i + 1}", "", "", "", f"a cell is longer than "
+                                   f"{MAX_CSV_FIELD_CHARS:,} characters"))
+            continue
         rid = cells.get("row_id") or f"row{i + 1}"
         try:
             rows.append(_parse_row(rid, cells))
@@ -134,7 +142,16 @@ def read_measurements(text: str | bytes | None = None) -> tuple[list[Measurement
     return rows, skipped
 
 
-def _num(cells: dict, key: str, integer: bool = False, lo: float = 0.0):
+def _rows(reader: csv.DictReader):
+    """The reader's rows; a malformed file (e.g. a cell over the csv module's field limit)
+    is a ConfigError naming the line."""
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise ConfigError(f"measurements CSV near line {reader.line_num + 1}: {e}") from None
+
+
+def _num(cells: dict, key: str, integer: bool = False, lo: float = 0.0, hi: float = MAX_VALUE):
     s = cells.get(key, "")
     if s == "" or s.lower() in ("nan", "none", "na", "n/a", "-"):
         return None
@@ -142,8 +159,8 @@ def _num(cells: dict, key: str, integer: bool = False, lo: float = 0.0):
         v = float(s)
     except ValueError:
         raise ConfigError(f"{key} is not a number: {s[:40]!r}") from None
-    if not math.isfinite(v) or v < lo:
-        raise ConfigError(f"{key} must be a finite number >= {lo:g}, got {s[:40]}")
+    if not math.isfinite(v) or v < lo or v > hi:
+        raise ConfigError(f"{key} must be a number in [{lo:g}, {hi:g}], got {s[:40]}")
     if integer:
         if not v.is_integer():
             raise ConfigError(f"{key} must be a whole number, got {s[:40]}")
@@ -155,19 +172,22 @@ def _parse_row(rid: str, c: dict) -> Measurement:
     metric = c.get("metric", "")
     if metric not in METRICS:
         raise ConfigError(f"metric {metric[:40]!r} is not one of {', '.join(METRICS)}")
-    value = _num(c, "value")
-    if value is None or value <= 0:
-        raise ConfigError("value must be a positive number")
+    value = _num(c, "value", lo=MIN_VALUE)
+    if value is None:
+        raise ConfigError("value must be given")
     if not c.get("hardware") or not c.get("model"):
         raise ConfigError("hardware and model must be given")
-    batch = _num(c, "batch", integer=True, lo=1) or 1
+    batch = _num(c, "batch", integer=True, lo=1, hi=bound("batch").hi) or 1
     # no num_devices column = one device; an empty cell = not stated
-    devices = _num(c, "num_devices", integer=True, lo=1) if "num_devices" in c else 1
+    devices = (_num(c, "num_devices", integer=True, lo=1, hi=bound("devices").hi)
+               if "num_devices" in c else 1)
+    tokens_hi = bound("prompt_len").hi
     return Measurement(
         rid, c["hardware"], c["model"], metric, value, c.get("framework", ""),
         c.get("hardware_class", ""), devices, c.get("parallelism", "") or "single",
         c.get("quant", ""), _num(c, "weight_bits"), batch,
-        _num(c, "context_or_prompt_len", integer=True), _num(c, "gen_len", integer=True),
+        _num(c, "context_or_prompt_len", integer=True, hi=tokens_hi),
+        _num(c, "gen_len", integer=True, hi=tokens_hi),
         c.get("source", ""), c.get("notes", ""))
 
 

@@ -16,6 +16,7 @@ import sys
 
 from .. import __version__
 from ..errors import ConfigError, LLMParaError
+from ..export import csv_safe
 from ..precision import DType, Precision
 from .compat import console_summary, old_tool_argv, precision_by_name
 from ..workload import Workload
@@ -25,6 +26,7 @@ SUBCOMMANDS: list[str] = ["hetero", "metrics", "speculative", "shard",
                           "dse", "validate", "serve"]
 
 FORMATS = ("table", "json", "csv")
+MAX_ERROR_CHARS = 500
 
 
 class UsageError(Exception):
@@ -172,7 +174,7 @@ def emit(obj, fmt: str, rows: list[dict] | None = None, out=None) -> None:
     if fmt == "csv":
         w = csv.DictWriter(out, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: csv_safe(v) for k, v in r.items()} for r in rows)
         return
     cells = [[_fmt_cell(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
@@ -319,10 +321,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as e:      # noqa: BLE001 - a bug or an input no check foresaw
+        first = str(e).splitlines()[0] if str(e) else ""
+        _fail(f"could not complete the analysis ({type(e).__name__}: {first})")
     return 2
 
 
 def _fail(message: str) -> None:
+    """One line on stderr, cut to MAX_ERROR_CHARS (a hostile value cannot flood the terminal)."""
+    message = " ".join(message.split())
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS - 3] + "..."
     sys.stderr.write(f"llmpara: error: {message}\n")
 
 

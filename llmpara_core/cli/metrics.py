@@ -16,6 +16,13 @@ import argparse
 
 from . import base as cli
 from ..errors import ConfigError
+from ..limits import bound
+
+
+def _bounded(name: str):
+    """An argparse type for quantity ``name`` of ``limits`` (its range in the message)."""
+    b = bound(name)
+    return cli.number_in(b.lo, b.hi, what=name.replace("_", " "))
 
 
 def add_metrics_args(p: argparse.ArgumentParser) -> None:
@@ -27,8 +34,8 @@ def add_metrics_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pue", type=cli.number_in(1, 10), help="facility PUE (>= 1)")
     g.add_argument("--usd-per-kwh", type=cli.number_in(0, 100),
                    help="electricity price [USD/kWh]")
-    g.add_argument("--lifetime-years", type=cli.number_in(0, 100, lo_open=True), help="service life [years]")
-    g.add_argument("--utilisation", type=cli.number_in(0, 1, lo_open=True), help="busy fraction of the life (0, 1]")
+    g.add_argument("--lifetime-years", type=_bounded("lifetime_years"), help="service life [years]")
+    g.add_argument("--utilisation", type=_bounded("utilisation"), help="busy fraction of the life (0, 1]")
     g.add_argument("--price-usd", type=cli.number_in(0, 1e9),
                    help="device price override [USD]")
     g.add_argument("--energy-model", choices=("components", "tdp-fraction"),

@@ -9,6 +9,7 @@ from .base import (add_model_hw_args, add_output_args, add_precision_args, add_w
                   emit, integer_in, number_in, positive_int, precision_from_args,
                   workload_from_args)
 from ..errors import ConfigError
+from ..limits import bound
 from ..precision import precision_preset
 from ..speculative.drafts import DRAFT_PRESETS
 
@@ -25,7 +26,7 @@ def _rates(s: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"--acceptance: {e}") from None
 
 
-_gamma = integer_in(0, 64)
+_gamma = integer_in(int(bound("gamma").lo), int(bound("gamma").hi))
 
 
 def register(subparsers) -> None:

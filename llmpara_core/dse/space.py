@@ -311,13 +311,10 @@ def axes_text(space: SearchSpace) -> str:
 def space_from_axes_text(text: str, base: SearchSpace) -> SearchSpace:
     """``base`` with the axes of ``text`` (the body of an ``[axes]`` table, as ``axes_text``
     writes it; ``fixed.key = value`` lines fix a value)."""
-    import tomllib
+    from ..safeio import parse_toml
     if not isinstance(text, str) or len(text) > 20_000:
         raise ConfigError("axes: expected at most 20,000 characters of TOML")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"axes: not valid TOML ({e})") from None
+    data = parse_toml(text, "axes")
     fixed = data.pop("fixed", {})
     return space_from_dict({"name": f"{base.name} (edited)", "axes": data, "fixed": fixed,
                             "base_hardware": base.base_hardware,

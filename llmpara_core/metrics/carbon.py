@@ -20,6 +20,7 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import ConfigError, did_you_mean, require_float
+from ..limits import check_float
 from ..presets import load_table, normalize
 from ..units import G_PER_KG, HOURS_PER_YEAR, J_PER_KWH, S_PER_HOUR, TOKENS_PER_MILLION
 
@@ -116,8 +117,8 @@ class CarbonResult:
 
 
 def check_lifetime_utilisation(lifetime_years: float, utilisation: float) -> None:
-    require_float("lifetime_years", lifetime_years, lo=0, hi=100, lo_open=True)
-    require_float("utilisation", utilisation, lo=0, hi=1, lo_open=True)
+    check_float("lifetime_years", lifetime_years)
+    check_float("utilisation", utilisation)
 
 
 def carbon_per_million_tokens(j_per_token: float, s_per_token: float, gco2e_per_kwh: float,

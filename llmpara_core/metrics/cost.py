@@ -23,6 +23,7 @@ from .carbon import (CarbonResult, carbon_per_million_tokens, check_lifetime_uti
 from .energy import (MODELS, EnergyReport, class_entry, device_entry, energy_report,
                      energy_roofline, energy_table, estimated_rates, params_for_report)
 from ..errors import ConfigError, LLMParaError, require_float
+from ..limits import check_float
 from ..hardware import Hardware
 from ..model import Model
 from ..precision import Precision
@@ -137,9 +138,8 @@ class MetricsSettings:
                               f"got {self.energy_model!r}")
         require_float("pue", self.pue, lo=1, hi=10, allow_none=True)
         require_float("usd_per_kwh", self.usd_per_kwh, lo=0, hi=100, allow_none=True)
-        require_float("lifetime_years", self.lifetime_years, lo=0, hi=100, lo_open=True,
-                      allow_none=True)
-        require_float("utilisation", self.utilisation, lo=0, hi=1, lo_open=True, allow_none=True)
+        check_float("lifetime_years", self.lifetime_years, allow_none=True)
+        check_float("utilisation", self.utilisation, allow_none=True)
         require_float("alpha", self.alpha, lo=0, hi=1, allow_none=True)
         require_float("price_usd", self.price_usd, lo=0, allow_none=True)
         require_float("embodied_kgco2e", self.embodied_kgco2e, lo=0, allow_none=True)

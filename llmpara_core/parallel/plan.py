@@ -248,21 +248,56 @@ def busiest_rank_experts(num_experts: int, ranks: int, touched: float) -> float:
     return v_lo + frac * (_busiest_int(num_experts, ranks, min(lo + 1, num_experts)) - v_lo)
 
 
+# Multiply-adds the exact sum may spend; larger cases use independent binomial groups.
+_EXACT_WORK = 2e7
+_TAIL = 1e-12          # P(max > m) below this ends the sum
+
+
+def _log_binom_pmf(n: int, p: float, j: np.ndarray) -> np.ndarray:
+    """log P(Binomial(n, p) = j), 0 < p < 1, through log-gamma (no overflow for any n)."""
+    lg = np.vectorize(math.lgamma, otypes=[float])
+    return (math.lgamma(n + 1) - lg(j + 1.0) - lg(n - j + 1.0)
+            + j * math.log(p) + (n - j) * math.log1p(-p))
+
+
 @functools.lru_cache(maxsize=4096)
 def _busiest_int(e: int, ranks: int, d: int) -> float:
+    """E[max over ``ranks`` groups of c = E/ranks experts of the distinct experts drawn], d of
+    E drawn without replacement. Each group's count is Binomial(c, p = d/E) conditioned on the
+    counts summing to d (exact; the ratio of probabilities keeps every number in [0, 1], so any
+    E answers): P(max <= m) = [x^d] (sum_{j<=m} b_j x^j)^ranks / P(Binomial(E, p) = d). When
+    that sum would cost more than ``_EXACT_WORK`` the groups are taken as independent binomials
+    (P(max <= m) = F(m)^ranks; 3e-5 relative off the exact sum at 1,024 experts, EP8)."""
     c = e // ranks
     if d <= 0:
         return 0.0
-    total = float(math.comb(e, d))
-    expected = 0.0
-    for m in range(c):                        # E[max] = sum_m P(max > m)
-        poly = np.array([float(math.comb(c, j)) for j in range(m + 1)])
-        acc = np.array([1.0])
-        for _ in range(ranks):
-            acc = np.convolve(acc, poly)[:d + 1]
-        p_le = acc[d] / total if d < len(acc) else 0.0
-        expected += 1.0 - min(1.0, p_le)
+    if d >= ranks * c:
+        return float(c)
+    p = d / e
+    pmf = np.exp(_log_binom_pmf(c, p, np.arange(c + 1, dtype=float)))
+    m0 = -(-d // ranks)                       # some group holds at least ceil(d / ranks)
+    spread = 8.0 * math.sqrt(c * p * (1 - p)) + 2.0
+    if spread * ranks * min(c, m0 + spread) * (d + 1) <= _EXACT_WORK:
+        norm = math.exp(_log_binom_pmf(e, p, np.array([float(d)]))[0])
+        p_le = lambda m: _conditional_le(pmf[:m + 1], ranks, d) / norm      # noqa: E731
+    else:
+        cdf = np.minimum(np.cumsum(pmf), 1.0)
+        p_le = lambda m: float(cdf[m]) ** ranks                              # noqa: E731
+    expected = float(m0)                      # P(max > m) = 1 for m < m0
+    for m in range(m0, c):                    # E[max] = sum_m P(max > m)
+        tail = 1.0 - min(1.0, p_le(m))
+        if tail < _TAIL:
+            break
+        expected += tail
     return expected
+
+
+def _conditional_le(poly: np.ndarray, ranks: int, d: int) -> float:
+    """[x^d] of poly(x)^ranks, truncated at degree d as it is built."""
+    acc = np.array([1.0])
+    for _ in range(ranks):
+        acc = np.convolve(acc, poly)[:d + 1]
+    return float(acc[d]) if d < len(acc) else 0.0
 
 
 def ranks_hit_per_token(num_experts: int, experts_per_token: int, ranks: int) -> float:

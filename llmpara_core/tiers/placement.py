@@ -4,7 +4,6 @@ in :mod:`llmpara_core.tiers`, which evaluates a placement."""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, replace
 
@@ -13,6 +12,7 @@ import numpy as np
 from ..errors import ConfigError, InfeasibleError
 from ..forward import forward_ops
 from ..hardware import Hardware, MemoryTier
+from ..limits import MAX_TIER_ITEMS, check_float
 from ..memory import activation_peak_bytes, weight_bytes
 from ..model import Model, PositionKind
 from ..operators import OpKind, Operator
@@ -169,8 +169,7 @@ def expert_selection_probs(model: Model, zipf_s: float = 0.0) -> np.ndarray | No
     moe = model.moe
     if moe is None:
         return None
-    if not math.isfinite(zipf_s) or zipf_s < 0:
-        raise ConfigError(f"expert popularity exponent must be >= 0, got {zipf_s}")
+    check_float("expert_zipf_s", zipf_s, "expert popularity exponent")
     e, k = moe.num_experts, moe.experts_per_token
     w = 1.0 / np.arange(1, e + 1, dtype=float) ** zipf_s
     q = np.zeros(e)
@@ -186,6 +185,19 @@ def expert_selection_probs(model: Model, zipf_s: float = 0.0) -> np.ndarray | No
         free[over] = False
         budget = k - q[~free].sum()
     return np.minimum(q, 1.0)
+
+
+def _check_item_count(model: Model, expert_zipf_s: float) -> None:
+    """Refuse a scenario whose placement would list more than ``MAX_TIER_ITEMS`` items (one per
+    routed expert per MoE layer when experts differ in popularity), before building any."""
+    if model.moe is None or expert_zipf_s == 0:
+        return
+    n = (model.num_hidden_layers - model.moe.first_dense_layers) * model.moe.num_experts
+    if n > MAX_TIER_ITEMS:
+        raise ConfigError(
+            f"per-expert placement would list {n:,} experts (MoE layers x experts), more than "
+            f"{MAX_TIER_ITEMS:,}; use a popularity exponent of 0 (experts alike) or fewer "
+            f"experts or layers")
 
 
 def _touched(q: np.ndarray, tokens: float) -> np.ndarray:
@@ -206,6 +218,7 @@ def build_items(model: Model, precision: Precision, workload: Workload,
               activation_peak_bytes(dec))
     items: list[Item] = [Item("activations", "activations", act, 1.0, order=-1)]
     layers = _layer_indices(model)
+    _check_item_count(model, expert_zipf_s)
     q = expert_selection_probs(model, expert_zipf_s)
     h, eb = model.hidden_size, precision.weight_embed_bits
     order = 0
@@ -355,7 +368,7 @@ def _select(items: tuple[Item, ...], selector: str) -> list[int]:
             raise ConfigError(f"pin {selector!r}: layer range must look like layers:0-7")
         a = int(m.group(1))
         z = int(m.group(2)) if m.group(2) is not None else a
-        layers = range(a, z + 1)
+        layers = (a, z)          # compared arithmetically: a huge range costs nothing
     cat = cat.strip()
     exact = [i for i, it in enumerate(items) if it.key == sel]
     if exact:
@@ -365,7 +378,8 @@ def _select(items: tuple[Item, ...], selector: str) -> list[int]:
                           f"({', '.join(CATEGORIES)}), layers:A-B, CATEGORY@layers:A-B or an "
                           f"item key such as 'layer 0 · q_proj'")
     out = [i for i, it in enumerate(items)
-           if (not cat or it.category == cat) and (layers is None or it.layer in layers)]
+           if (not cat or it.category == cat) and (
+               layers is None or (it.layer is not None and layers[0] <= it.layer <= layers[1]))]
     if not out:
         raise ConfigError(f"pin {selector!r} matches no item of this model")
     return out

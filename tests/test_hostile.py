@@ -1,0 +1,489 @@
+"""Hostile inputs against every parser, flag and URL key (issue 16): each case must end in a
+clear one-line error (or, for a valid but large scenario, an answer) within a time and memory
+budget. Every case runs in a forked child (presets and modules already loaded by the parent)
+with an address-space limit (the parent's size + 1 GiB, so a runaway allocation dies instead
+of taking the machine) and a hard timeout; the child reports the CPU time of the call and its
+peak resident memory (VmHWM, which Linux resets at fork) minus its resident size at the start.
+
+Budgets: TIME_BUDGET_S of CPU per case (the issue asks < 2 s; CPU time, not wall time, because
+the test machine is shared and wall time there measures the neighbours) and PEAK_BUDGET_BYTES
+(< 500 MB).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import multiprocessing as mp
+import os
+import resource
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmpara_core.errors import ConfigError
+
+TIME_BUDGET_S = 2.0
+PEAK_BUDGET_BYTES = 500_000_000
+HARD_TIMEOUT_S = 30.0
+_CTX = mp.get_context("fork")
+
+
+def _vm_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _child(conn, fn, args):
+    limit = _vm_bytes() + 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    rss0, t0 = _status_kib("VmRSS"), _cpu_s()
+    try:
+        out = ("ok", fn(*args))
+    except ConfigError as e:
+        out = ("error", str(e))
+    except BaseException as e:          # noqa: BLE001 - reported as a failure of the case
+        out = ("crash", f"{type(e).__name__}: {str(e)[:300]}")
+    dt = _cpu_s() - t0
+    peak = max(0, _status_kib("VmHWM") - rss0) * 1024
+    conn.send((out, dt, peak))
+    conn.close()
+
+
+def run_case(fn, *args):
+    """(kind, value, seconds, peak bytes) of ``fn(*args)`` in a forked, memory-limited child."""
+    parent, child = _CTX.Pipe(duplex=False)
+    proc = _CTX.Process(target=_child, args=(child, fn, args))
+    proc.start()
+    child.close()
+    if not parent.poll(HARD_TIMEOUT_S):
+        proc.kill()
+        proc.join()
+        pytest.fail(f"no answer within {HARD_TIMEOUT_S} s")
+    (kind, value), dt, peak = parent.recv()
+    proc.join()
+    return kind, value, dt, peak
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm():
+    """Load what every case shares once, in the parent: the CLI parser and its subcommand
+    modules, and the presets the cases name (children inherit them)."""
+    from llmpara_core.cli.base import build_parser
+    from llmpara_core.presets import load_hardware, load_model
+    build_parser()
+    for m in (L8, "llama-3.2-1b", "qwen3-30b-a3b"):
+        load_model(m)
+    for h in (H100, "Cambricon-LLM (Chiplet)", "8x NVIDIA H100 SXM NVLink"):
+        load_hardware(h)
+    _cli(["metrics", "--model", L8, "--hardware", H100, "--format", "json"])
+
+
+def within_budget(dt: float, peak: int) -> None:
+    print(f"[budget] {dt:.3f} s CPU, {peak / 1e6:.1f} MB peak")     # pytest -s -v shows them
+    assert dt < TIME_BUDGET_S, f"took {dt:.2f} s of CPU"
+    assert peak < PEAK_BUDGET_BYTES, f"peak {peak / 1e6:.0f} MB"
+
+
+# ---- command line ------------------------------------------------------------------------
+
+def _cli(argv: list[str]):
+    """Run the CLI in-process: (exit code, stderr lines, stdout length)."""
+    from llmpara_core.cli import main
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        rc = main(argv)
+    return rc, err.getvalue().splitlines(), len(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("hostile")
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "intermediate_size": 14336, "vocab_size": 128256}
+    gemma = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+             "hidden_size": 2304, "num_hidden_layers": 10**9, "num_attention_heads": 8,
+             "num_key_value_heads": 4, "intermediate_size": 9216, "vocab_size": 256000,
+             "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6}
+    mixtral = dict(llama, architectures=["MixtralForCausalLM"], model_type="mixtral",
+                   num_local_experts=4096, num_experts_per_tok=8)
+    texts = {
+        "deep.toml": 'name = "x"\nv = ' + "[" * 5000 + "]" * 5000 + "\n",
+        "deep_inline.toml": 'name = "x"\nv = ' + "{a = " * 3000 + "1" + "}" * 3000 + "\n",
+        "dotted.toml": "name" + ".a" * 100_000 + " = 1\n",
+        "name_list.toml": "name = [" + ",".join(["1"] * 300_000) + ']\nclass = "cpu"\n',
+        "long_key.toml": "x" * 1_500_000 + " = 1\n",
+        "quotes.toml": '"\\' * 900_000,
+        "ranges_deep.toml": "bw = " + "[" * 3000 + "]" * 3000 + "\n",
+        "deep.json": "[" * 100_000 + "]" * 100_000,
+        "layers.json": json.dumps(dict(llama, num_hidden_layers=100_000_000)),
+        "gemma_layers.json": json.dumps(gemma),
+        "moe4096.json": json.dumps(mixtral),
+        "huge_int.json": json.dumps(llama).replace("4096", "9" * 4000, 1),
+        "not_utf8.json": None,
+    }
+    for name, text in texts.items():
+        if text is not None:
+            (d / name).write_text(text)
+    (d / "not_utf8.json").write_bytes(b"\xff\xfe{")
+    with open(d / "big.toml", "wb") as f:     # 3 GB, sparse: never read whole
+        f.truncate(3 * 10**9)
+    return d
+
+
+H100 = "NVIDIA H100 SXM"
+L8 = "Llama-3 8B"
+CLI_CASES = [
+    # (id, argv with {d} for the fixture folder, a fragment of the expected message)
+    ("pin range", ["hetero", "--model", L8, "--hardware", "Cambricon-LLM (Chiplet)",
+                   "--pin", "layers:0-99999999999999999999=SRAM"], "does not fit in SRAM"),
+    ("deep TOML", ["analyze", "--model", L8, "--hardware", "{d}/deep.toml"], "nested"),
+    ("deep inline", ["analyze", "--model", L8, "--hardware", "{d}/deep_inline.toml"], "nested"),
+    ("dotted key", ["analyze", "--model", L8, "--hardware", "{d}/dotted.toml"], "dotted key"),
+    ("name list", ["analyze", "--model", L8, "--hardware", "{d}/name_list.toml"], "at most"),
+    ("long key", ["analyze", "--model", L8, "--hardware", "{d}/long_key.toml"], "unknown key"),
+    ("quotes", ["analyze", "--model", L8, "--hardware", "{d}/quotes.toml"], "TOML"),
+    ("metrics deep", ["metrics", "--model", L8, "--hardware", "{d}/deep.toml"], "nested"),
+    ("draft hardware", ["speculative", "--target", L8, "--draft", "llama-3.2-1b", "--hardware",
+                        H100, "--draft-hardware", "{d}/deep.toml", "--gamma", "4"], "nested"),
+    ("dse ranges", ["dse", "--model", L8, "--ranges", "{d}/ranges_deep.toml"], "nested"),
+    ("3 GB hardware", ["analyze", "--model", L8, "--hardware", "{d}/big.toml"], "too large"),
+    ("3 GB model", ["analyze", "--model", "{d}/big.toml", "--hardware", H100], "too large"),
+    ("3 GB ranges", ["dse", "--model", L8, "--ranges", "{d}/big.toml"], "too large"),
+    ("deep JSON", ["analyze", "--model", "{d}/deep.json", "--hardware", H100], "nested"),
+    ("1e8 layers", ["analyze", "--model", "{d}/layers.json", "--hardware", H100], "1024"),
+    ("1e9 Gemma layers", ["analyze", "--model", "{d}/gemma_layers.json", "--hardware", H100],
+     "1024"),
+    ("4000-digit int", ["analyze", "--model", "{d}/huge_int.json", "--hardware", H100],
+     "-bit integer"),
+    ("not UTF-8", ["analyze", "--model", "{d}/not_utf8.json", "--hardware", H100], "UTF-8"),
+    ("a directory", ["analyze", "--model", L8, "--hardware", "{d}/"], "hardware"),
+    ("gamma 0", ["speculative", "--target", L8, "--draft", "llama-3.2-1b", "--hardware", H100,
+                 "--gamma", "0"], "[1, 64]"),
+    ("lifetime 1e-300", ["metrics", "--model", L8, "--hardware", H100,
+                         "--lifetime-years", "1e-300"], "lifetime"),
+    ("utilisation 1e-300", ["metrics", "--model", L8, "--hardware", H100,
+                            "--utilisation", "1e-300"], "utilisation"),
+    ("batch 1e12", ["analyze", "--model", L8, "--hardware", H100, "--batch", "10" * 6],
+     "batch"),
+]
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_cli_hostile_input_gives_one_clear_line(case, files):
+    _, argv, fragment = case
+    argv = [a.replace("{d}", str(files)) for a in argv]
+    kind, value, dt, peak = run_case(_cli, argv)
+    assert kind == "ok", value
+    rc, err, _ = value
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith("llmpara: error: ") and fragment in err[0], err[0]
+    assert len(err[0]) <= 520 and "Traceback" not in err[0]
+    within_budget(dt, peak)
+
+
+def test_cli_4096_experts_under_ep8_answers(files):
+    """A valid MoE with 4,096 experts under EP8 (formerly an OverflowError) gets an answer."""
+    argv = ["shard", "--model", str(files / "moe4096.json"), "--hardware",
+            "8x NVIDIA H100 SXM NVLink", "--tp", "8", "--ep", "8", "--batch", "64",
+            "--format", "json"]
+    kind, value, dt, peak = run_case(_cli, argv)
+    assert kind == "ok", value
+    rc, err, out_len = value
+    assert rc == 0 and not err and out_len > 100, err
+    within_budget(dt, peak)
+
+
+def test_cli_unexpected_exception_is_one_line(monkeypatch):
+    """Whatever a subcommand raises, the CLI prints one line and exits 2."""
+    from llmpara_core.cli import base
+
+    def boom(args):
+        raise RecursionError("deep\nsecond line")
+    parser = base.build_parser
+    monkeypatch.setattr(base, "build_parser", lambda: _patched(parser(), boom))
+    rc, err, _ = _cli(["models"])
+    assert rc == 2 and err == ["llmpara: error: could not complete the analysis "
+                               "(RecursionError: deep)"]
+
+
+def _patched(parser, func):
+    parser.parse_args = lambda argv=None, _p=parser.parse_args: _with(_p(argv), func)
+    return parser
+
+
+def _with(ns, func):
+    ns.func = func
+    return ns
+
+
+# ---- core parsers and analyses -------------------------------------------------------------
+
+def _pin_select(selector):
+    from llmpara_core.presets import load_model
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.tiers.placement import _select, build_items
+    from llmpara_core.workload import Workload
+    items = build_items(load_model(L8), precision_preset("FP16"), Workload())
+    return len(_select(items, selector))
+
+
+def _zipf_items(experts):
+    from llmpara_core.model import with_dimensions
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.presets import load_model
+    from llmpara_core.tiers.placement import build_items
+    from llmpara_core.workload import Workload
+    m = with_dimensions(load_model("qwen3-30b-a3b"), num_experts=experts)
+    return len(build_items(m, precision_preset("FP16"), Workload(), expert_zipf_s=10.0))
+
+
+def _parse_toml(text):
+    from llmpara_core.safeio import parse_toml
+    return parse_toml(text, "text")
+
+
+def _parse_json(text):
+    from llmpara_core.safeio import parse_json
+    return parse_json(text, "text")
+
+
+def _hf(text):
+    from llmpara_core.hf_import import from_hf_config
+    return from_hf_config(text).num_hidden_layers
+
+
+def _axes(text):
+    from llmpara_core.dse.space import find_space, space_from_axes_text
+    return len(space_from_axes_text(text, find_space("quick-scan")).axes)
+
+
+def _tiers(text):
+    from llmpara_core.tiers.formats import decode_tiers
+    return len(decode_tiers(text))
+
+
+def _pins(text):
+    from llmpara_core.tiers.formats import parse_pins
+    return len(parse_pins(text))
+
+
+def _measurements(data):
+    from llmpara_core.calibration.measurements import read_measurements
+    rows, skipped = read_measurements(data)
+    return len(rows), [s.reason for s in skipped]
+
+
+def _busiest(e, ranks, d):
+    from llmpara_core.parallel.plan import _busiest_int
+    return _busiest_int(e, ranks, d)
+
+
+CSV_HEAD = "hardware,model,metric,value\n"
+CORE_CASES = [
+    # (id, function, argument, "ok" or a fragment of the ConfigError message)
+    ("pin huge range", _pin_select, "layers:0-99999999999999999999", "ok"),
+    ("pin huge single", _pin_select, "attention@layer:" + "9" * 200, "matches no item"),
+    ("16,384 experts x zipf", _zipf_items, 16_384, "more than 100,000"),
+    ("2,048 experts x zipf", _zipf_items, 2_048, "ok"),
+    ("TOML arrays", _parse_toml, "a = " + "[" * 20_000, "nested"),
+    ("TOML inline tables", _parse_toml, "a = " + "{b = " * 5_000, "nested"),
+    ("TOML dotted", _parse_toml, "a" + ".b" * 50_000 + " = 1", "dotted key"),
+    ("TOML many values", _parse_toml, "a = [" + "1," * 200_000 + "]", "at most"),
+    ("TOML too long", _parse_toml, "#" * 3_000_000, "too large"),
+    ("TOML backslashes", _parse_toml, '"\\' * 500_000 + "\\", "TOML"),
+    ("TOML triple quotes", _parse_toml, '"""' + 'a"' * 500_000, "TOML"),
+    ("TOML bracket in string", _parse_toml, 'a = "' + "[" * 100 + '"', "ok"),
+    ("JSON arrays", _parse_json, "[" * 200_000, "nested"),
+    ("JSON objects", _parse_json, '{"a":' * 100_000, "nested"),
+    ("JSON NaN", _hf, '{"hidden_size": NaN}', "hidden_size must be an integer"),
+    ("config 1e9 layers", _hf, json.dumps({"architectures": ["LlamaForCausalLM"],
+                                           "hidden_size": 64, "num_hidden_layers": 10**9,
+                                           "num_attention_heads": 4, "intermediate_size": 64,
+                                           "vocab_size": 100}), "1024"),
+    ("config float inf", _hf, '{"hidden_size": 1e999}', "hidden_size must be"),
+    ("axes deep", _axes, "bw = " + "[" * 1_800 + "]" * 1_800, "nested"),
+    ("axes long", _axes, "bw = [1]\n" * 5_000, "20,000 characters"),
+    ("tiers long", _tiers, "SRAM:1:1;" * 500, "longer than"),
+    ("tiers tiny bandwidth", _tiers, "SRAM:1:1e-300", "bandwidth"),
+    ("pins long", _pins, "attention=SRAM," * 200, "longer than"),
+    ("CSV cell 200 kB", _measurements, (CSV_HEAD + "a,b,decode_tok_s," + "x" * 200_000).encode(),
+     "near line"),
+    ("CSV quoted 200 kB", _measurements, (CSV_HEAD + '"' + "x" * 200_000 + '",b,decode_tok_s,1'
+                                          ).encode(), "near line"),
+    ("CSV 6 MB", _measurements, b"x" * 6_000_000, "too large"),
+    ("CSV rows", _measurements, (CSV_HEAD + "a,b,decode_tok_s,1\n" * 20_001).encode(),
+     "more than"),
+    ("busiest rank 16,384 experts", _busiest, 16_384, "ok"),
+]
+
+
+@pytest.mark.parametrize("case", CORE_CASES, ids=[c[0] for c in CORE_CASES])
+def test_core_parsers_refuse_cleanly(case):
+    _, fn, arg, expect = case
+    args = (arg, 8, 8_000) if fn is _busiest else (arg,)
+    kind, value, dt, peak = run_case(fn, *args)
+    if expect == "ok":
+        assert kind == "ok", value
+    else:
+        assert kind == "error", (kind, value)
+        assert expect in value and "\n" not in value and len(value) < 600, value
+    within_budget(dt, peak)
+
+
+def test_csv_value_1e_320_is_skipped_not_infinite():
+    rows, reasons = _measurements((CSV_HEAD + "NVIDIA H100 SXM,Llama-3 8B,decode_tok_s,1e-320"
+                                   ).encode())
+    assert rows == 0 and "1e-320" in reasons[0]
+
+
+def test_busiest_rank_large_cases_match_exact_form():
+    """The independent-binomial form used past the work budget agrees with the exact sum."""
+    import llmpara_core.parallel.plan as plan
+    exact = plan._busiest_int(1024, 8, 300)
+    plan._busiest_int.cache_clear()
+    old, plan._EXACT_WORK = plan._EXACT_WORK, 0
+    try:
+        approx = plan._busiest_int(1024, 8, 300)
+    finally:
+        plan._EXACT_WORK = old
+        plan._busiest_int.cache_clear()
+    assert approx == pytest.approx(exact, rel=1e-4) and approx != exact
+    assert 300 / 8 < exact < 128
+
+
+# ---- exports ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cell", ["=HYPERLINK(\"x\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"])
+def test_csv_formulas_are_neutralised(cell):
+    from llmpara_core.cli.base import emit
+    from llmpara_core.export import csv_safe
+    from ui.tables import csv_bytes
+    import pandas as pd
+    safe = "'" + cell.replace("\r", "\n")
+    assert csv_safe(cell) == safe
+    out = io.StringIO()
+    emit(None, "csv", [{"name": cell, "v": 1.5}], out=out)
+    assert list(csv.reader(io.StringIO(out.getvalue(), newline="")))[1] == [safe, "1.5"]
+    back = list(csv.reader(io.StringIO(csv_bytes(pd.DataFrame({"name": [cell], "v": [-1.5]}))
+                                       .decode(), newline="")))
+    assert back[1] == [safe, "-1.5"]
+
+
+def test_csv_safe_keeps_numbers():
+    from llmpara_core.export import csv_safe
+    assert [csv_safe(v) for v in ("-3.5", "+2", "text", 7, None)] == ["-3.5", "+2", "text", 7,
+                                                                       None]
+
+
+# ---- links -----------------------------------------------------------------------------------
+
+def _catalog():
+    from ui.links import Catalog
+    return Catalog(lambda s: s if s in ("m",) else None, lambda s: s if s in ("h",) else None,
+                   lambda s: "FP16" if s.upper() == "FP16" else None,
+                   lambda p: {"wbits": 16.0, "wattn": 16.0, "wffn": 16.0, "wemb": 16.0,
+                              "abits": 16.0, "kvbits": 16.0, "dtype": "fp16"}, "m", "h")
+
+
+_hostile_text = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(["1e-300", "1e300", "-0", "nan", "inf", "99999999999999999999", "1e999",
+                     "0x10", "1_000", " 7 ", "\x00", "ℵ", "1" * 5000, "[" * 1000]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from(__import__("ui.links", fromlist=["x"]).SCENARIO_KEYS),
+                       st.lists(_hostile_text, min_size=1, max_size=3), max_size=12))
+def test_every_link_key_is_validated_before_any_work(query):
+    """parse_query never raises, and every number it lets through is inside limits."""
+    from llmpara_core.limits import MODEL_INT
+    from ui.links import ARCH_EDITS, BATCH_RANGE, OVERRIDES, parse_query
+    state, warnings = parse_query(query, _catalog())
+    assert all(len(w) < 400 for w in warnings)
+    assert BATCH_RANGE[0] <= state["batch"] <= BATCH_RANGE[1]
+    for a in ARCH_EDITS:
+        v = state[a.key]
+        assert v is None or MODEL_INT[a.field].lo <= v <= MODEL_INT[a.field].hi
+    for o in OVERRIDES:
+        v = state[o.key]
+        assert v is None or (o.lo <= v <= o.hi and (v > o.lo or not o.lo_open))
+
+
+# ---- pages -----------------------------------------------------------------------------------
+
+PAGE_CASES = [
+    ("app_pages/memory_tiers_page.py", {"mt_pins": "layers:0-99999999999999999999=SRAM"},
+     "error"),
+    ("app_pages/memory_tiers_page.py", {"a_layers": "10000000"}, "warning"),
+    ("app_pages/memory_tiers_page.py", {"model": "qwen3-30b-a3b", "a_experts": "1000000",
+                                        "mt_zipf": "10", "mt_strategy": "hot-first"}, "warning"),
+    ("app_pages/design_space_page.py", {"ds_edit": "true",
+                                        "ds_ranges": "bw = " + "[" * 1800 + "]" * 1800}, "error"),
+    ("app_pages/overview_page.py", {"bw": "1e-300"}, "warning"),
+]
+
+
+@pytest.mark.parametrize("case", PAGE_CASES, ids=lambda c: str(c)[:60] if isinstance(c, tuple)
+                         else None)
+def test_worst_links_give_a_message_not_a_traceback(case, monkeypatch):
+    from apptest_util import open_page
+    monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "0")
+    page, query, shown = case
+    t0 = time.perf_counter()
+    at = open_page(page, timeout=60, **query)
+    dt = time.perf_counter() - t0
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(getattr(at, shown)) >= 1
+    assert dt < 30, f"page took {dt:.1f} s"      # whole page render under AppTest, loaded box
+
+
+def test_page_guard_hides_paths(monkeypatch):
+    from ui.guard import public_message
+    msg = public_message(OSError("cannot open /srv/app/secret/config.toml: denied\nmore"))
+    assert msg == "OSError: cannot open <path>: denied"
+    assert len(public_message(ValueError("x" * 5000))) <= 300
+
+
+def test_guard_shows_one_error_for_an_unexpected_page_exception(monkeypatch, tmp_path):
+    """With the test-only re-raise off, an exception in a page is one st.error line."""
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "0")
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+        "from ui.guard import run_page\n"
+        "class P:\n"
+        "    url_path = 'x'\n"
+        "    def run(self):\n"
+        "        raise KeyError('/home/app/llmpara_core/model.py')\n"
+        "run_page(P())\n")
+    at = AppTest.from_file(str(script), default_timeout=30).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "KeyError" in at.error[0].value
+    assert "/home/app" not in at.error[0].value
+
+
+def test_os_environ_default_for_tests():
+    assert os.environ.get("LLMPARA_RAISE_PAGE_ERRORS") == "1"

@@ -26,6 +26,7 @@ class Rates:
     dtype_used: DType
     link_bytes_per_s: float | None = None
     kv_read_efficiency: float = 1.0      # KV-cache reads stream at this fraction of bytes_per_s
+    pass_overhead_s: float = 0.0         # fixed cost per forward pass (scheduler, host sync)
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -34,15 +35,22 @@ class Rates:
 
 
 def rates(hardware: Hardware, dtype: DType, estimated: bool,
-          efficiency: Efficiency | None = None) -> Rates:
-    """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own."""
+          efficiency: Efficiency | None = None, *, tokens_in_flight: float | None = None,
+          batch: int | None = None) -> Rates:
+    """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own.
+
+    Estimated mode only: ``tokens_in_flight`` (rows of every GEMM in the pass: batch x new
+    tokens per sequence) sets the GEMM compute fraction (``Efficiency.compute_at``; None = the
+    large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``)."""
     eff = IDEAL if not estimated else (efficiency or hardware.effective_efficiency)
     peak, used = hardware.peak_flops_per_s(dtype)
     link = None
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
-    return Rates(peak * eff.compute, hardware.memory_bandwidth_bytes_per_s * eff.memory,
-                 eff.kernel_overhead_s, used, link, eff.kv_read)
+    return Rates(peak * eff.compute_at(tokens_in_flight),
+                 hardware.memory_bandwidth_bytes_per_s * eff.memory,
+                 eff.kernel_overhead_s, used, link, eff.kv_read,
+                 eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s)
 
 
 def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):

@@ -30,18 +30,6 @@ from llmpara_core.efficiency_table import TABLE_PATH
 from llmpara_core.errors import LLMParaError
 from llmpara_core.hardware import HardwareClass
 
-# Devices whose efficiency is that of another class (facts about the device, not fits):
-# GDDR6 "datacenter" cards stream like consumer GDDR cards; non-Apple unified-memory devices
-# run CUDA / ROCm / Vulkan stacks (kernel launch and attention behave like a discrete GPU's;
-# the unified-soc class is fitted on Apple Metal rows only).
-DEVICE_PROFILES = {
-    "nvidia-a10": "consumer-gpu", "nvidia-a10g": "consumer-gpu", "nvidia-l4": "consumer-gpu",
-    "nvidia-l40s": "consumer-gpu", "nvidia-dgx-spark": "consumer-gpu",
-    "nvidia-jetson-agx-orin": "consumer-gpu", "nvidia-jetson-orin-nano-super": "consumer-gpu",
-    "amd-ryzen-ai-max-395": "consumer-gpu",
-}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, help="measurements CSV (default: the shipped one)")
@@ -51,15 +39,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-frameworks", action="store_true", help="fit the classes only")
     args = ap.parse_args(argv)
     try:
-        text = args.data.read_bytes() if args.data else None
-        rows, skipped = validation.read_measurements(text)
+        rows, skipped = (validation.read_measurements(args.data.read_bytes()) if args.data
+                         else validation.read_shipped())
     except (OSError, LLMParaError) as e:
         print(f"fit_efficiency: {e}", file=sys.stderr)
         return 2
     mapped, skipped = validation.map_all(rows, skipped)
-    devices = {k: HardwareClass(v) for k, v in DEVICE_PROFILES.items()}
     t0 = time.time()
-    table = fitting.fit_table(mapped, calibration.provisional_table(devices),
+    table = fitting.fit_table(mapped, calibration.provisional_table(),
                               frameworks=not args.no_frameworks)
     preds, bad = validation.predict_all(mapped, table)
     summary = validation_summary.summarize(preds, skipped + bad,

@@ -1,19 +1,23 @@
-"""Fit the efficiency model (:mod:`llmpara_core.calibration`) to measurements.
+"""Fit the efficiency model (:mod:`llmpara_core.calibration.efficiency`) to measurements.
 
-1. **Classes** -- on single-device llama.cpp rows (the stack measured on every class), per
-   efficiency class with at least ``MIN_DEVICES`` devices and ``MIN_DECODE_ROWS`` decode rows:
-   ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and ``compute`` (prefill, when the
-   class has ``MIN_PREFILL_ROWS`` prefill rows). Other classes keep their previous values.
-2. **Frameworks** -- with the classes fixed, each other framework's ``memory_scale`` and
-   ``overhead_scale`` on its decode rows and ``compute_scale`` on its prefill/TTFT rows (when
-   it has ``MIN_FRAMEWORK_ROWS`` such rows), multi-device rows included.
+1. **Classes** -- on single-device batch-1 llama.cpp rows (the reference stack, measured on
+   every class), per hardware class with at least ``MIN_DEVICES`` devices and
+   ``MIN_DECODE_ROWS`` decode rows: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and
+   ``compute`` (prefill, when the class has ``MIN_PREFILL_ROWS`` prefill rows).
+2. **Memory technologies** -- the same rows grouped by the preset's ``memory_type``: ``memory``
+   and ``kv_read`` with the class's overhead and compute held (a technology needs
+   ``MIN_DEVICES`` devices; devices without ``memory_type`` use their class).
+3. **Stacks** -- with 1-2 fixed, each other stack's ``memory_scale`` and ``overhead_scale`` on
+   its batch-1 decode rows, ``compute_scale`` on its prefill/TTFT rows and, on its batched rows
+   (running or static batch > 1, single device), the absolute ``compute``,
+   ``gemm_half_tokens``, ``kv_read`` and per-pass costs (``BATCHED_PARAMS``).
 
 Loss: pseudo-Huber (``HUBER_DELTA``) of log(predicted / measured), each row weighted
 1/sqrt(rows of its device and metric) so a much-measured device does not dominate; a weak prior
-(``PRIOR_WEIGHT``) pulls ``kv_read`` and the framework scales towards 1 when the data say
-little. Class predictions use the per-operator rows of one ideal ``analyze`` run with the same
-``roofline.op_time_s`` (exact while no operator changes bound over the decode range -- true at
-batch 1); the final errors are always recomputed with the full core.
+(``PRIOR_WEIGHT``) pulls ``kv_read`` and the stack scales towards 1 when the data say little.
+Predictions in the fit use per-operator rows of one ideal ``analyze`` run per row and
+``roofline.op_time_s`` (decode: the mean step); the final errors are always recomputed with the
+full core.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..analysis import analyze
-from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile
-from ..hardware import IDEAL, Efficiency, HardwareClass
+from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile, memory_type_of
+from ..hardware import IDEAL, Efficiency, HardwareClass, memory_family
 from ..roofline import Rates, op_time_s
 from ..units import S_PER_MS, S_PER_US
-from .measurements import Mapped, efficiency_class, lacks_tensor_peak, metric_value, timings
+from .measurements import (Mapped, efficiency_class, lacks_tensor_peak, metric_value, regime,
+                           timings)
 
 MIN_DEVICES = 2
 MIN_DECODE_ROWS = 8
@@ -42,43 +47,75 @@ REFERENCE_FRAMEWORK = "llama.cpp"
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
 # alone (two model sizes) trades it against the bandwidth fraction.
 SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
+# Stacks whose GEMMs use each architecture's newest tensor-core instructions (CUTLASS/cuBLAS
+# Hopper kernels): no legacy_kernel_factor. A fact about the stack, not a fit.
+NATIVE_KERNEL_STACKS = ("tensorrt-llm", "vllm", "vllm-legacy", "sglang")
+MIN_BATCHED_ROWS = 8
+# Batched-row parameters (Efficiency field, start, lower, upper) fitted in log space.
+BATCHED_PARAMS = (("memory", 0.7, 0.2, 0.95), ("compute", 0.6, 0.05, 1.0), ("gemm_half_tokens", 32.0, 1.0, 4096.0),
+                  ("kv_read", 0.7, 0.05, 1.0), ("step_overhead_s", 1e-3, 1e-6, 0.1),
+                  ("seq_overhead_s", 1e-5, 1e-8, 1e-2))
+# Stacks measured batched only without a known running batch share the GPU kernels of a stack
+# that was (paged attention / FlashDecoding and cuBLAS/CUTLASS GEMMs): the data cannot
+# separate them, so their GPU-side values are copied, their per-pass costs not.
+BORROW_KERNELS = {"vllm": "tensorrt-llm", "sglang": "tensorrt-llm"}
 
 
 # ---- fast per-row evaluation ----------------------------------------------------------------
 
 @dataclass(frozen=True)
-class RowFeatures:
-    """Per-operator totals of the row's phase (decode: mean per step) at ideal rates."""
-    row: Mapped
+class PhaseArrays:
+    """Per-operator totals of one phase (prefill: one pass; decode: mean per step)."""
     flops: np.ndarray
     mem_bytes: np.ndarray
     kv_read_bytes: np.ndarray
     kernels: np.ndarray
+
+    @classmethod
+    def of(cls, phase) -> "PhaseArrays":
+        rows = phase.rows
+        return cls(np.array([r.flops for r in rows]), np.array([r.memory_bytes for r in rows]),
+                   np.array([r.kv_read_bytes for r in rows]),
+                   np.array([float(r.count) for r in rows]))
+
+    def time_s(self, r: Rates) -> float:
+        return float(np.sum(op_time_s(self.flops, self.mem_bytes, self.kernels, r,
+                                      kv_read_bytes=self.kv_read_bytes))) + r.pass_overhead_s
+
+
+@dataclass(frozen=True)
+class RowFeatures:
+    """A row's prefill and decode operators at ideal rates, and the device's peaks."""
+    row: Mapped
+    prefill: PhaseArrays
+    decode: PhaseArrays
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
 
+    def _rates(self, eff: Efficiency, tokens: float) -> Rates:
+        return Rates(self.peak_flops_per_s * eff.compute_at(tokens),
+                     self.bandwidth_bytes_per_s * eff.memory, eff.kernel_overhead_s, None, None,
+                     eff.kv_read, eff.pass_overhead_s(self.row.workload.batch))
+
     def predict(self, eff: Efficiency) -> float:
-        r = Rates(self.peak_flops_per_s * eff.compute, self.bandwidth_bytes_per_s * eff.memory,
-                  eff.kernel_overhead_s, None, None, eff.kv_read)
-        t = float(np.sum(op_time_s(self.flops, self.mem_bytes, self.kernels, r,
-                                   kv_read_bytes=self.kv_read_bytes)))
-        m = self.row.measurement
-        if m.metric == "decode_tok_s":
-            return 1.0 / t
+        m, wl = self.row.measurement, self.row.workload
+        b = wl.batch
+        if m.metric in ("decode_tok_s", "throughput_tok_s"):
+            step = self.decode.time_s(self._rates(eff, b))
+            return (1.0 if m.metric == "decode_tok_s" else b) / step
+        pre = self.prefill.time_s(self._rates(eff, b * wl.prompt_len))
         if m.metric == "prefill_tok_s":
-            return m.batch * self.row.workload.prompt_len / t
-        return t / S_PER_MS
+            return b * wl.prompt_len / pre
+        if m.metric == "ttft_ms":
+            return pre / S_PER_MS
+        step = self.decode.time_s(self._rates(eff, b))
+        return b * wl.gen_len / (pre + (wl.gen_len - 1) * step)
 
 
 def features(row: Mapped) -> RowFeatures:
     rep = analyze(row.model, replace(row.hardware, efficiency=IDEAL), row.precision,
                   row.workload)
-    phase = rep.decode if row.measurement.metric == "decode_tok_s" else rep.prefill
-    rows = phase.rows
-    return RowFeatures(row, np.array([r.flops for r in rows]),
-                       np.array([r.memory_bytes for r in rows]),
-                       np.array([r.kv_read_bytes for r in rows]),
-                       np.array([float(r.count) for r in rows]),
+    return RowFeatures(row, PhaseArrays.of(rep.prefill), PhaseArrays.of(rep.decode),
                        rep.peak_flops_per_s, rep.bandwidth_bytes_per_s)
 
 
@@ -167,16 +204,18 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
     return _unpack(x, base, fit_compute, overhead_s)
 
 
-def class_rows(rows: list[Mapped], table: EfficiencyTable) -> dict[HardwareClass, list[Mapped]]:
-    """Rows the class fit uses, by efficiency class: single-device batch-1 llama.cpp rows, but
+def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None
+               ) -> dict[HardwareClass, list[Mapped]]:
+    """Rows the class fit uses, by hardware class: single-device batch-1 llama.cpp rows, but
     no prefill/TTFT row of a GPU whose preset lacks the fp16 (tensor) peak -- its fp32 peak
     understates what the GPU computes with."""
     out: dict[HardwareClass, list[Mapped]] = defaultdict(list)
     for r in rows:
         if (r.framework == REFERENCE_FRAMEWORK and r.devices == 1
                 and r.hardware.efficiency is None and r.measurement.batch == 1
+                and r.measurement.metric in ("decode_tok_s", "prefill_tok_s", "ttft_ms")
                 and not (r.measurement.metric != "decode_tok_s" and lacks_tensor_peak(r))):
-            out[efficiency_class(r, table)].append(r)
+            out[efficiency_class(r)].append(r)
     return out
 
 
@@ -186,60 +225,138 @@ def fittable(rows: list[Mapped], min_devices: int = MIN_DEVICES) -> bool:
             and len({r.hardware.slug for r in decode}) >= min_devices)
 
 
-# ---- framework fit --------------------------------------------------------------------------
+# ---- memory-technology fit ------------------------------------------------------------------
+
+def memory_type_key(row: Mapped) -> str | None:
+    """The memory technology a row's device is grouped by (lower case; None = not stated)."""
+    t = memory_type_of(row.hardware)
+    return t.strip().lower() if t else None
+
+
+def fit_memory_type(feats: list[RowFeatures], bases: list[Efficiency]) -> dict:
+    """{memory, kv_read} of one memory technology on its batch-1 decode rows, each row keeping
+    its class's overhead and compute (``bases``)."""
+    meas = np.array([f.row.measurement.value for f in feats])
+    w = weights([f.row for f in feats])
+
+    def loss(x):
+        mem, kv = _sigmoid(x[0]), _sigmoid(x[1])
+        pred = np.array([f.predict(replace(b, memory=mem, kv_read=kv))
+                         for f, b in zip(feats, bases)])
+        return (float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+                + PRIOR_WEIGHT * math.log(kv) ** 2)
+    x0 = np.array([_logit(float(np.median([b.memory for b in bases]))),
+                   _logit(float(np.median([b.kv_read for b in bases])))])
+    x = nelder_mead(loss, nelder_mead(loss, x0, step=1.0), step=0.2)
+    return {"memory": _sigmoid(x[0]), "kv_read": _sigmoid(x[1])}
+
+
+def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, dict]:
+    """Fitted memory technologies (type -> values) and their row counts; the same
+    technology's family ("hbm", "gddr", ...) is fitted too when it pools several types."""
+    groups: dict[str, list[Mapped]] = defaultdict(list)
+    for rs in class_rows(rows).values():
+        for r in rs:
+            key = memory_type_key(r)
+            if key and r.measurement.metric == "decode_tok_s":
+                groups[key].append(r)
+                if memory_family(key) != key:
+                    groups[memory_family(key)].append(r)
+    out, counts = {}, {}
+    for key, rs in sorted(groups.items()):
+        if len(rs) < MIN_DECODE_ROWS or len({r.hardware.slug for r in rs}) < MIN_DEVICES:
+            continue
+        bases = [table.classes.get(r.hardware.hw_class) for r in rs]
+        out[key] = fit_memory_type([features(r) for r in rs], bases)
+        counts[key] = len(rs)
+    return out, counts
+
+
+# ---- stack fit ------------------------------------------------------------------------------
 
 def predictor(row: Mapped):
     """eff -> predicted value of ``row``: the fast per-operator path for one device, the full
     core (``parallel.shard_analyze``) for several."""
     if row.devices == 1:
         return features(row).predict
-    return lambda eff: metric_value(row.measurement.metric, timings(row, eff)[1])
+    return lambda eff: metric_value(row.measurement.metric, timings(row, eff)[1], row.workload)
 
 
-def _fit_scales(rows: list[Mapped], table: EfficiencyTable, make, x0: np.ndarray,
-                iters: int) -> np.ndarray:
-    """Log-scales minimising the loss of ``rows`` when ``make(x)`` turns them into a profile."""
+def _fit(rows: list[Mapped], effs, x0: np.ndarray, iters: int, prior=None) -> np.ndarray:
+    """x minimising the loss of ``rows`` when ``effs(x)`` gives each row's efficiency."""
     preds = [predictor(r) for r in rows]
-    bases = [table.class_efficiency(r.hardware) for r in rows]
     meas = np.array([r.measurement.value for r in rows])
     w = weights(rows)
 
     def loss(x):
-        p = make(x)
-        pred = np.array([f(p.apply(b)) for f, b in zip(preds, bases)])
-        return (float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
-                + PRIOR_WEIGHT * float(np.sum(np.square(x))))
-    return nelder_mead(loss, x0, step=0.3, iters=iters, tol=1e-8)
+        pred = np.array([f(e) for f, e in zip(preds, effs(x))])
+        pen = PRIOR_WEIGHT * float(np.sum(np.square(x))) if prior is None else prior(x)
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + pen
+    x = nelder_mead(loss, x0, step=0.3, iters=iters, tol=1e-8)
+    return nelder_mead(loss, x, step=0.1, iters=iters, tol=1e-8)
+
+
+def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
+    return replace(table, frameworks={**table.frameworks, prof.name: prof})
 
 
 def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable) -> FrameworkProfile:
-    """Scales of framework ``name``: memory and overhead on its decode rows, compute on its
-    prefill/TTFT rows (two independent fits; each needs MIN_FRAMEWORK_ROWS rows)."""
-    label = FRAMEWORKS[name][0]
-    decode = [r for r in rows if r.measurement.metric == "decode_tok_s"]
-    other = [r for r in rows if r.measurement.metric != "decode_tok_s"]
-    mem = over = comp = 0.0
+    """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows,
+    compute scale on its prefill/TTFT rows, and its batched-regime values on its
+    single-device batched rows (each part needs its own minimum of rows)."""
+    label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
+    prof = FrameworkProfile(name, label, native_kernels=native)
+    decode = [r for r in rows if regime(r) == "batch-1"]
+    other = [r for r in rows if regime(r) == "prefill"]
+    batched = [r for r in rows if regime(r) == "batched" and r.devices == 1]
+    used = 0
     if len(decode) >= MIN_FRAMEWORK_ROWS:
-        mem, over = _fit_scales(decode, table, lambda x: FrameworkProfile(
-            name, label, math.exp(x[0]), 1.0, math.exp(x[1])), np.zeros(2), 60)
+        def effs(x):
+            p = replace(prof, memory_scale=math.exp(x[0]), overhead_scale=math.exp(x[1]))
+            t = _with(table, p)
+            return [t.efficiency_for(r.hardware, name) for r in decode]
+        mem, over = _fit(decode, effs, np.zeros(2), 60)
+        prof = replace(prof, memory_scale=math.exp(mem), overhead_scale=math.exp(over))
+        used += len(decode)
     if len(other) >= MIN_FRAMEWORK_ROWS:
-        comp, = _fit_scales(other, table, lambda x: FrameworkProfile(
-            name, label, 1.0, math.exp(x[0])), np.zeros(1), 40)
-    used = (len(decode) if len(decode) >= MIN_FRAMEWORK_ROWS else 0) + \
-        (len(other) if len(other) >= MIN_FRAMEWORK_ROWS else 0)
-    note = "" if used else "too few measurements: generic values"
-    return FrameworkProfile(name, label, math.exp(mem), math.exp(comp), math.exp(over),
-                            rows=used, note=note)
+        def effs(x):
+            t = _with(table, replace(prof, compute_scale=math.exp(x[0])))
+            return [t.efficiency_for(r.hardware, name) for r in other]
+        comp, = _fit(other, effs, np.zeros(1), 40)
+        prof = replace(prof, compute_scale=math.exp(comp))
+        used += len(other)
+    if len(batched) >= MIN_BATCHED_ROWS:
+        prof = replace(prof, absolute=fit_batched(name, batched, _with(table, prof)))
+        used += len(batched)
+    note = "" if used else "too few measurements: reference values"
+    return replace(prof, rows=used, note=note)
+
+
+def _unpack_batched(x) -> dict:
+    return {f: float(min(hi, max(lo, math.exp(v))))
+            for (f, _, lo, hi), v in zip(BATCHED_PARAMS, x)}
+
+
+def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable) -> dict:
+    """Absolute batched-regime values of stack ``name`` (``BATCHED_PARAMS``) on its rows."""
+    bases = [table.efficiency_for(r.hardware, name) for r in rows]
+    x0 = np.array([math.log(v) for _, v, _, _ in BATCHED_PARAMS])
+
+    def effs(x):
+        vals = _unpack_batched(x)
+        return [replace(b, **vals) for b in bases]
+    x = _fit(rows, effs, x0, 500, prior=lambda x: 0.0)
+    return _unpack_batched(x)
 
 
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable,
               frameworks: bool = True) -> EfficiencyTable:
-    """A new table fitted on ``rows``; classes and frameworks without enough data keep the
-    values of ``base``."""
+    """A new table fitted on ``rows``; classes and stacks without enough data keep the values
+    of ``base``."""
     classes, counts = dict(base.classes), dict(base.class_rows)
-    by_cls = class_rows(rows, base)
+    by_cls = class_rows(rows)
     order = sorted(by_cls, key=lambda c: c in SHARED_OVERHEAD)    # donors first
     for cls in order:
         rs = by_cls[cls]
@@ -249,11 +366,15 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable,
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)
     table = replace(base, classes=classes, class_rows=counts)
+    mt, mt_rows = fit_memory_types(rows, table)
+    table = replace(table, memory_types={**base.memory_types, **mt},
+                    memory_type_rows={**base.memory_type_rows, **mt_rows})
     fws = dict(base.frameworks)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0],
-        rows=sum(len(v) for v in class_rows(rows, base).values()),
-        note="reference stack: the class values are fitted on its rows")
+        rows=sum(len(v) for v in by_cls.values()),
+        note="reference stack: the class and memory-technology values are fitted on its rows")
+    table = replace(table, frameworks=fws)
     if frameworks:
         by_fw: dict[str, list[Mapped]] = defaultdict(list)
         for r in rows:
@@ -261,36 +382,33 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable,
                     and r.hardware.efficiency is None:
                 by_fw[r.framework].append(r)
         for name in FRAMEWORKS:
-            if name in by_fw:
+            if name in by_fw and name not in BORROW_KERNELS:
                 fws[name] = fit_framework(name, by_fw[name], table)
+                table = replace(table, frameworks=dict(fws))
+        for name, donor in BORROW_KERNELS.items():
+            fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
     return replace(table, frameworks=fws)
+
+
+def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],
+              table: EfficiencyTable) -> FrameworkProfile:
+    """Stack ``name`` with the GPU-kernel values of ``donor`` (see ``BORROW_KERNELS``) and its
+    own scales where it has batch-1 rows."""
+    own = fit_framework(name, rows, table) if rows else FrameworkProfile(
+        name, FRAMEWORKS[name][0], native_kernels=name in NATIVE_KERNEL_STACKS)
+    d = fws.get(donor)
+    if d is None:
+        return own
+    kernels = {k: v for k, v in d.absolute.items() if k in ("memory", "compute",
+                                                             "gemm_half_tokens", "kv_read")}
+    return replace(own, absolute={**kernels, **own.absolute},
+                   note=f"GPU kernels as {donor} (no batched rows with a known running "
+                        f"batch to separate them); {own.note}".rstrip("; "))
 
 
 def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict) -> float | None:
     donor = SHARED_OVERHEAD.get(cls)
     return classes[donor].kernel_overhead_s if donor is not None and counts.get(donor) else None
-
-
-def leave_one_device_out(rows: list[Mapped], base: EfficiencyTable) -> list[tuple[Mapped, float]]:
-    """Held-out predictions: for each device of the class fit, refit its class without that
-    device's rows (from ``base``'s values as the starting point; one remaining device is
-    enough) and predict them. Devices whose class cannot be refitted without them are left
-    out. Returns (row, predicted / measured - 1)."""
-    out = []
-    by_cls = class_rows(rows, base)
-    for cls, rs in by_cls.items():
-        if not fittable(rs):
-            continue
-        feats = {id(r): features(r) for r in rs}
-        for slug in sorted({r.hardware.slug for r in rs}):
-            train = [r for r in rs if r.hardware.slug != slug]
-            test = [r for r in rs if r.hardware.slug == slug]
-            if not fittable(train, min_devices=1):
-                continue
-            eff = fit_class([feats[id(r)] for r in train], base.classes[cls],
-                            _shared_overhead(cls, base.classes, base.class_rows))
-            out += [(r, feats[id(r)].predict(eff) / r.measurement.value - 1.0) for r in test]
-    return out
 
 
 def fitted_classes(table: EfficiencyTable) -> list[HardwareClass]:

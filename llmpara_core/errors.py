@@ -50,7 +50,16 @@ def require_float(field: str, value, lo: float | None = None, hi: float | None =
     return value
 
 
-def did_you_mean(name, options, n: int = 3, cutoff: float = 0.5) -> str:
-    """"; did you mean 'a', 'b'?" naming the options closest to ``name`` ("" if none is)."""
-    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=n, cutoff=cutoff)
+def did_you_mean(name, options, n: int = 3, cutoff: float = 0.5,
+                 ignore_case: bool = False) -> str:
+    """"; did you mean 'a', 'b'?" naming the options closest to ``name`` ("" if none is).
+
+    With ``ignore_case`` the comparison is case-insensitive and the options keep their case."""
+    if ignore_case:
+        by_lower = {str(o).lower(): str(o) for o in options}
+        close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=n, cutoff=cutoff)
+        close = [by_lower[c] for c in close]
+    else:
+        close = difflib.get_close_matches(str(name), [str(o) for o in options], n=n,
+                                          cutoff=cutoff)
     return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -21,6 +21,51 @@ class HardwareClass(Enum):
     ASIC = "asic"
 
 
+class MemoryType(Enum):
+    """Main-memory technology (JEDEC family names as vendors print them)."""
+    HBM2 = "HBM2"
+    HBM2E = "HBM2e"
+    HBM3 = "HBM3"
+    HBM3E = "HBM3e"
+    GDDR6 = "GDDR6"
+    GDDR6X = "GDDR6X"
+    GDDR7 = "GDDR7"
+    LPDDR4X = "LPDDR4X"
+    LPDDR5 = "LPDDR5"
+    LPDDR5X = "LPDDR5X"
+    DDR4 = "DDR4"
+    DDR5 = "DDR5"
+    SRAM = "SRAM"
+    MRAM = "MRAM"
+    NAND = "NAND"
+
+
+class Architecture(Enum):
+    """Chip generation (micro-architecture family) of a device."""
+    VOLTA = "volta"
+    TURING = "turing"
+    AMPERE = "ampere"
+    ADA = "ada"
+    HOPPER = "hopper"
+    BLACKWELL = "blackwell"
+    RDNA3 = "rdna3"
+    RDNA3_5 = "rdna3.5"
+    RDNA4 = "rdna4"
+    CDNA2 = "cdna2"
+    CDNA3 = "cdna3"
+    XE_HPG = "xe-hpg"
+    APPLE_M1 = "apple-m1"
+    APPLE_M2 = "apple-m2"
+    APPLE_M3 = "apple-m3"
+    APPLE_M4 = "apple-m4"
+    TPU_V5 = "tpu-v5"
+    GAUDI2 = "gaudi2"
+    GAUDI3 = "gaudi3"
+    X86 = "x86"
+    ARM = "arm"
+    HEXAGON = "hexagon"
+
+
 class Topology(Enum):
     RING = "ring"
     FULLY_CONNECTED = "fully-connected"   # NVSwitch / all-to-all
@@ -206,6 +251,9 @@ PEAK_FALLBACK: dict[DType, tuple[DType, ...]] = {
     DType.FP8: (DType.FP8, DType.FP16, DType.FP32),
     DType.INT8: (DType.INT8, DType.FP8, DType.FP16, DType.FP32),
     DType.INT4: (DType.INT4, DType.INT8, DType.FP8, DType.FP16, DType.FP32),
+    # fp4 data cannot run on integer units: next is the fp8 path (e.g. Hopper runs FP4 GEMMs
+    # as FP8 after dequantising), then fp16.
+    DType.FP4: (DType.FP4, DType.FP8, DType.FP16, DType.FP32),
 }
 
 
@@ -222,6 +270,7 @@ class Hardware:
     peak_fp8_flops_per_s: float | None = None
     peak_int8_flops_per_s: float | None = None
     peak_int4_flops_per_s: float | None = None
+    peak_fp4_flops_per_s: float | None = None
     tdp_w: float | None = None
     idle_w: float | None = None
     price_usd: float | None = None
@@ -234,6 +283,8 @@ class Hardware:
     notes: str = ""
     slug: str = ""
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    memory_type: MemoryType | None = None      # main memory technology, None = unknown
+    architecture: Architecture | None = None   # chip generation, None = unknown / research
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.strip():
@@ -250,6 +301,11 @@ class Hardware:
             raise ConfigError(f"{self.name}: at least one peak compute figure is required")
         for f in ("tdp_w", "idle_w", "price_usd", "embodied_kgco2e", "process_nm"):
             require_float(f, getattr(self, f), lo=0, allow_none=True)
+        for f, kind in (("memory_type", MemoryType), ("architecture", Architecture)):
+            value = getattr(self, f)
+            if value is not None and not isinstance(value, kind):
+                raise ConfigError(f"{self.name}: {f} must be one of "
+                                  f"{[m.value for m in kind]} or None, got {value!r}")
 
     def peak_flops_per_s_raw(self, dtype: DType) -> float | None:
         return getattr(self, f"peak_{dtype.value}_flops_per_s")

@@ -18,17 +18,18 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .hardware import (CLASS_DEFAULTS, Efficiency, Hardware, HardwareClass, Interconnect,
-                       MemoryTier, Topology)
+from .errors import ConfigError, did_you_mean
+from .hardware import (CLASS_DEFAULTS, Architecture, Efficiency, Hardware, HardwareClass,
+                       Interconnect, MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
 
 # Valid keys per table, in the order ``hardware_to_dict`` writes them.
-TOP_KEYS = ("name", "slug", "aliases", "class", "source", "notes", "memory_bandwidth_GBps",
+TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "source", "notes",
+            "memory_bandwidth_GBps",
             "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
             "process_nm", "peak_TFLOPS", "efficiency", "memory_tiers", "interconnect")
-PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")   # bf16 = alias of fp16
+PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
 EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read")
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
@@ -133,9 +134,8 @@ def _choice(data: dict, key: str, enum_type, origin: str, path: str, *, required
         return None
     values = [m.value for m in enum_type]
     if text not in values:
-        close = difflib.get_close_matches(text.lower(), values, n=1, cutoff=0.0)
-        raise _fail(origin, f"'{path}' = {text!r} is not one of {', '.join(values)}; "
-                            f"did you mean '{close[0]}'?")
+        hint = did_you_mean(text, values, n=1, cutoff=0.0, ignore_case=True)
+        raise _fail(origin, f"'{path}' = {text!r} is not one of {', '.join(values)}{hint}")
     return enum_type(text)
 
 
@@ -291,7 +291,11 @@ def hardware_from_dict(data: dict, origin: str, slug: str | None = None) -> Hard
             source=_string(data, "source", origin, "source", required=True),
             notes=_string(data, "notes", origin, "notes", allow_empty=True) or "",
             slug=file_slug or slugify(slug if slug else name),
-            aliases=_aliases(data, origin))
+            aliases=_aliases(data, origin),
+            memory_type=_choice(data, "memory_type", MemoryType, origin, "memory_type",
+                                required=False),
+            architecture=_choice(data, "architecture", Architecture, origin, "architecture",
+                                 required=False))
     except ConfigError as exc:
         if str(exc).startswith(f"{origin}: "):
             raise
@@ -352,6 +356,10 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
     if hw.aliases:
         out["aliases"] = list(hw.aliases)
     out["class"] = hw.hw_class.value
+    if hw.architecture is not None:
+        out["architecture"] = hw.architecture.value
+    if hw.memory_type is not None:
+        out["memory_type"] = hw.memory_type.value
     out["source"] = hw.source
     if hw.notes:
         out["notes"] = hw.notes

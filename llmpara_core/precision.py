@@ -16,6 +16,7 @@ class DType(Enum):
     FP8 = "fp8"
     INT8 = "int8"
     INT4 = "int4"
+    FP4 = "fp4"      # 4-bit float (E2M1) tensor-core path: NVIDIA Blackwell, AMD CDNA4
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,16 @@ PRECISION_PRESETS: dict[str, Precision] = {
         _p("Q4_0", 4.5, 16, 16, DType.FP16),
         _p("Q4_K_M", 4.85, 16, 16, DType.FP16),
         _p("BitNet 1.58", 1.58, 8, 16, DType.INT8, embed=16),
+        # NVFP4 (NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision
+        # Inference", developer blog 2025): E2M1 values in blocks of 16 with one FP8 E4M3
+        # scale: (16 x 4 + 8) / 16 = 4.5 bits (the one FP32 scale per tensor is negligible).
+        # Activations are quantised the same way for the FP4 GEMMs; KV cache FP8 (as in
+        # NVIDIA's NVFP4 checkpoints); embeddings and lm_head stay 16-bit.
+        _p("NVFP4", 4.5, 4.5, 8, DType.FP4, embed=16),
+        # MXFP4 (OCP Microscaling Formats (MX) Specification v1.0, 2023): E2M1 values in
+        # blocks of 32 with one E8M0 (8-bit power-of-two) scale: (32 x 4 + 8) / 32 = 4.25 bits.
+        # Same choices as NVFP4 for activations, KV cache (FP8) and embeddings.
+        _p("MXFP4", 4.25, 4.25, 8, DType.FP4, embed=16),
     )
 }
 

@@ -42,7 +42,8 @@ BYTE_PARTS = (("weight_bytes", "weights", "#4C78A8"), ("act_read_bytes", "activa
               ("act_write_bytes", "activations written", "#54A24B"),
               ("kv_read_bytes", "KV cache read", "#E45756"),
               ("kv_write_bytes", "KV cache written", "#FF9DA6"))
-DTYPE_DASH = {"fp32": "dot", "fp16": "solid", "fp8": "dash", "int8": "dashdot", "int4": "longdash"}
+DTYPE_DASH = {"fp32": "dot", "fp16": "solid", "fp8": "dash", "int8": "dashdot", "int4": "longdash",
+              "fp4": "longdashdot"}
 
 
 def show(fig: go.Figure, key: str, filename: str) -> None:

@@ -19,7 +19,7 @@ Link format v=1, keys (every one is written by "Copy link", defaults included):
 Hardware overrides and edited model dimensions, written only when set (absent = the preset's
 own figure):
 
-    peak_fp32 .. peak_int4      dense peak [TFLOP/s]
+    peak_fp32 .. peak_fp4       dense peak [TFLOP/s]
     bw [GB/s], cap [GB], tdp [W], price [USD]
     eff_compute, eff_memory     achievable fraction of peak compute / bandwidth (0..1]
     overhead_us                 fixed cost per kernel launch [us]
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from llmpara_core.calibration import FRAMEWORKS, GENERIC
+from llmpara_core.precision import DType
 
 from .format import escape_md
 
@@ -49,7 +50,7 @@ BATCH_RANGE = (1, 100_000)
 TOKENS_RANGE = (0, 10_000_000)
 BITS_RANGE = (0.25, 64.0)
 
-DTYPES = ("fp32", "fp16", "fp8", "int8", "int4")
+DTYPES = tuple(d.value for d in DType)   # fp32 fp16 fp8 int8 int4 fp4
 FRAMEWORK_OPTIONS = (GENERIC, *FRAMEWORKS)
 WEIGHT_COMPONENT_KEYS = ("wattn", "wffn", "wemb")
 

@@ -201,7 +201,9 @@ def _cmd_hardware(args) -> None:
     rows = []
     for info in list_presets("hardware"):
         hw = load_hardware(info.slug)
-        row = {"slug": info.slug, "name": info.name, "class": hw.hw_class.value}
+        row = {"slug": info.slug, "name": info.name, "class": hw.hw_class.value,
+               "architecture": hw.architecture.value if hw.architecture else None,
+               "memory_type": hw.memory_type.value if hw.memory_type else None}
         for d in D:
             row[f"peak_{d.value}_flops_per_s"] = hw.peak_flops_per_s_raw(d)
         row.update(memory_bandwidth_bytes_per_s=hw.memory_bandwidth_bytes_per_s,

@@ -216,16 +216,21 @@ def memory_family(memory_type: str) -> str:
     return t
 
 
-def lookup_memory_type(memory_type: str | None, table: dict) -> dict:
+def enum_key(v) -> str | None:
+    """Lower-case table key of a ``MemoryType``/``Architecture`` (or string); None if unset."""
+    v = getattr(v, "value", v)
+    return v.strip().lower() if isinstance(v, str) and v.strip() else None
+
+
+def lookup_memory_type(memory_type, table: dict) -> dict:
     """The entry of ``memory_type`` (exact, else its family) in ``table`` ({} if neither)."""
-    if not memory_type:
+    t = enum_key(memory_type)
+    if t is None:
         return {}
-    t = memory_type.strip().lower()
     return table.get(t) or table.get(memory_family(t)) or {}
 
 
-def generic_efficiency(cls: HardwareClass, memory_type: str | None,
-                       architecture: str | None, classes: dict | None = None,
+def generic_efficiency(cls: HardwareClass, memory_type, architecture, classes: dict | None = None,
                        memory_types: dict | None = None,
                        architectures: dict | None = None) -> Efficiency:
     """The reference stack's (llama.cpp's) efficiency on a device: its class's values, with
@@ -235,7 +240,7 @@ def generic_efficiency(cls: HardwareClass, memory_type: str | None,
     mem = lookup_memory_type(memory_type,
                              MEMORY_TYPE_EFFICIENCY if memory_types is None else memory_types)
     arch = ((ARCHITECTURE_EFFICIENCY if architectures is None else architectures)
-            .get((architecture or "").strip().lower(), {}))
+            .get(enum_key(architecture) or "", {}))
     changes = {k: v for k, v in mem.items() if k in ("memory", "kv_read")}
     if "compute" in arch:
         changes["compute"] = arch["compute"]

@@ -28,7 +28,6 @@ from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation, summary as validation_summary
 from llmpara_core.efficiency_table import TABLE_PATH
 from llmpara_core.errors import LLMParaError
-from llmpara_core.hardware import HardwareClass
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -69,6 +68,10 @@ def fit_info(data, mapped, skipped, summary) -> dict:
     info = {"data": str(data) if data else "presets/tables/measurements.csv",
             "rows_mapped": len(mapped), "rows_skipped": len(skipped),
             "decode_median_abs_error": h.median_abs}
+    for reg in validation.REGIMES:
+        g = summary.stats("all", "regime", reg)
+        if g:
+            info[f"{reg}_median_abs_error"] = g.estimated.median_abs
     for metric in validation.METRICS:
         g = summary.stats(metric)
         if g:
@@ -78,13 +81,17 @@ def fit_info(data, mapped, skipped, summary) -> dict:
 
 
 def _cv(mapped, table) -> dict:
+    """Leave-one-device-out median |error| by regime, by regime and class, and of the
+    batched rows by stack."""
     t0 = time.time()
     held = fitting.leave_one_device_out(mapped, table)
     by = defaultdict(list)
-    for row, err in held:
-        by[f"{fitting.efficiency_class(row, table).value}.{row.measurement.metric}"].append(
-            abs(err))
-    out = {k: statistics.median(v) for k, v in sorted(by.items())}
+    for p in held:
+        reg = validation.regime(p.row)
+        by[reg].append(abs(p.error))
+        by[f"{reg}.{p.efficiency_class.value}"].append(abs(p.error))
+        by[f"{reg}.{p.row.framework or 'other'}"].append(abs(p.error))
+    out = {k: statistics.median(v) for k, v in sorted(by.items()) if len(v) >= 3}
     print(f"\nleave-one-device-out (each device predicted by a fit without it; "
           f"{time.time() - t0:.0f} s): median |error|")
     for k, v in out.items():
@@ -98,16 +105,21 @@ def _print_table(table) -> None:
         e = table.classes[cls]
         print(f"{cls.value:16s} {e.memory:6.3f}  {e.compute:7.3f}  "
               f"{e.kernel_overhead_s * 1e6:11.2f}  {e.kv_read:7.3f}  {rows}")
-    print("\nframework        memory_scale  compute_scale  overhead_scale  rows")
+    for name, v in sorted(table.memory_types.items()):
+        print(f"memory_type {name:10s} " + "  ".join(f"{k}={x:.3f}" for k, x in v.items()))
+    print("\nstack            memory_scale  compute_scale  overhead_scale  rows  absolute")
     for p in table.frameworks.values():
         print(f"{p.name:16s} {p.memory_scale:12.3f}  {p.compute_scale:13.3f}  "
-              f"{p.overhead_scale:14.3f}  {p.rows}")
+              f"{p.overhead_scale:14.3f}  {p.rows:4d}  "
+              + ", ".join(f"{k}={v:.4g}" for k, v in p.absolute.items()))
 
 
 def _print_errors(summary) -> None:
     print("\nmedian |predicted/measured - 1|     n   ideal  generic  estimated")
     for g in summary.groups:
         if g.kind == "framework" and g.estimated.n < 2:
+            continue
+        if g.kind == "regime-class":
             continue
         name = f"{g.metric} {g.kind}:{g.group}" if g.kind != "all" else f"{g.metric} (all)"
         print(f"  {name:38s} {g.estimated.n:3d}  {g.ideal.median_abs:6.1%}  "

@@ -45,6 +45,7 @@ from ..hardware import (
     Efficiency,
     Hardware,
     HardwareClass,
+    enum_key,
     generic_efficiency,
 )
 from ..units import S_PER_US
@@ -65,6 +66,11 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
                                                      "transformers")),
 }
 GENERIC = "generic"
+# Architecture values taken from sources, not fitted (the table header cites them): Hopper's
+# dense peak needs wgmma; kernels written with Ampere-style mma.sync reach about half of it
+# (FlashAttention-2 35 % vs FlashAttention-3 75 % of H100's peak, arXiv:2407.08608).
+# Blackwell is not listed: one key covers datacenter (tcgen05) and consumer (mma.sync) parts.
+CITED_ARCHITECTURE = {"hopper": {"legacy_kernel_factor": 0.5}}
 SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
 # Absolute per-stack values (None = the reference stack's): TOML key -> (Efficiency field,
 # factor from the TOML unit to SI).
@@ -143,15 +149,13 @@ class EfficiencyTable:
 
 
 def memory_type_of(hardware: Hardware) -> str | None:
-    """The preset's ``memory_type`` (None when it does not say)."""
-    v = getattr(hardware, "memory_type", None)
-    return v if isinstance(v, str) and v.strip() else None
+    """The preset's memory technology as a lower-case key (None when it does not say)."""
+    return enum_key(getattr(hardware, "memory_type", None))
 
 
 def architecture_of(hardware: Hardware) -> str | None:
-    """The preset's ``architecture`` key (None when it does not say)."""
-    v = getattr(hardware, "architecture", None)
-    return v if isinstance(v, str) and v.strip() else None
+    """The preset's architecture as a lower-case key (None when it does not say)."""
+    return enum_key(getattr(hardware, "architecture", None))
 
 
 def resolve_framework(name: str) -> str:
@@ -244,8 +248,7 @@ def provisional_table() -> EfficiencyTable:
     """The built-in provisional class values, no memory-technology values, the shipped
     architecture factors (cited facts, not fits) and identity stack profiles (where a fit
     starts)."""
-    arch = {k: {kk: vv for kk, vv in v.items() if kk == "legacy_kernel_factor"}
-            for k, v in default_table().architectures.items()}
+    arch = {k: dict(v) for k, v in CITED_ARCHITECTURE.items()}
     return EfficiencyTable(dict(PROVISIONAL_EFFICIENCY), {}, {}, "provisional", {}, arch, {})
 
 

@@ -58,7 +58,10 @@ BATCHED_PARAMS = (("memory", 0.7, 0.2, 0.95), ("compute", 0.6, 0.05, 1.0), ("gem
 # Stacks measured batched only without a known running batch share the GPU kernels of a stack
 # that was (paged attention / FlashDecoding and cuBLAS/CUTLASS GEMMs): the data cannot
 # separate them, so their GPU-side values are copied, their per-pass costs not.
-BORROW_KERNELS = {"vllm": "tensorrt-llm", "sglang": "tensorrt-llm"}
+BORROW_KERNELS = {"vllm": "tensorrt-llm", "sglang": "tensorrt-llm",
+                  "vllm-legacy": "tensorrt-llm"}
+KERNEL_FIELDS = ("memory", "compute", "gemm_half_tokens", "kv_read")
+OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 
 
 # ---- fast per-row evaluation ----------------------------------------------------------------
@@ -300,10 +303,12 @@ def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
     return replace(table, frameworks={**table.frameworks, prof.name: prof})
 
 
-def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable) -> FrameworkProfile:
+def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
+                  kernels: dict | None = None) -> FrameworkProfile:
     """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows,
     compute scale on its prefill/TTFT rows, and its batched-regime values on its
-    single-device batched rows (each part needs its own minimum of rows)."""
+    single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
+    kernel values borrowed from another stack: only the per-pass costs are fitted."""
     label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
     prof = FrameworkProfile(name, label, native_kernels=native)
     decode = [r for r in rows if regime(r) == "batch-1"]
@@ -326,37 +331,40 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable) -> Fram
         prof = replace(prof, compute_scale=math.exp(comp))
         used += len(other)
     if len(batched) >= MIN_BATCHED_ROWS:
-        prof = replace(prof, absolute=fit_batched(name, batched, _with(table, prof)))
+        fields = OVERHEAD_FIELDS if kernels else None
+        prof = replace(prof, absolute={**(kernels or {}), **fit_batched(
+            name, batched, _with(table, replace(prof, absolute=kernels or {})), fields)})
         used += len(batched)
     note = "" if used else "too few measurements: reference values"
     return replace(prof, rows=used, note=note)
 
 
-def _unpack_batched(x) -> dict:
-    return {f: float(min(hi, max(lo, math.exp(v))))
-            for (f, _, lo, hi), v in zip(BATCHED_PARAMS, x)}
-
-
-def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable) -> dict:
-    """Absolute batched-regime values of stack ``name`` (``BATCHED_PARAMS``) on its rows."""
+def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,
+                fields: tuple[str, ...] | None = None) -> dict:
+    """Absolute batched-regime values of stack ``name`` (``BATCHED_PARAMS``, or only
+    ``fields`` of them) on its rows."""
+    params = [p for p in BATCHED_PARAMS if fields is None or p[0] in fields]
     bases = [table.efficiency_for(r.hardware, name) for r in rows]
-    x0 = np.array([math.log(v) for _, v, _, _ in BATCHED_PARAMS])
+    x0 = np.array([math.log(v) for _, v, _, _ in params])
+
+    def unpack(x) -> dict:
+        return {f: float(min(hi, max(lo, math.exp(v)))) for (f, _, lo, hi), v in zip(params, x)}
 
     def effs(x):
-        vals = _unpack_batched(x)
+        vals = unpack(x)
         return [replace(b, **vals) for b in bases]
-    x = _fit(rows, effs, x0, 500, prior=lambda x: 0.0)
-    return _unpack_batched(x)
+    return unpack(_fit(rows, effs, x0, 500, prior=lambda x: 0.0))
 
 
 # ---- the whole fit --------------------------------------------------------------------------
 
-def fit_table(rows: list[Mapped], base: EfficiencyTable,
-              frameworks: bool = True) -> EfficiencyTable:
+def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
+              only: set | None = None, classes_too: bool = True) -> EfficiencyTable:
     """A new table fitted on ``rows``; classes and stacks without enough data keep the values
-    of ``base``."""
+    of ``base``. ``only`` = refit just these stacks; ``classes_too`` = False keeps the class and
+    memory-technology values of ``base`` (leave-one-out of a device without reference rows)."""
     classes, counts = dict(base.classes), dict(base.class_rows)
-    by_cls = class_rows(rows)
+    by_cls = class_rows(rows) if classes_too else {}
     order = sorted(by_cls, key=lambda c: c in SHARED_OVERHEAD)    # donors first
     for cls in order:
         rs = by_cls[cls]
@@ -366,13 +374,13 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable,
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)
     table = replace(base, classes=classes, class_rows=counts)
-    mt, mt_rows = fit_memory_types(rows, table)
+    mt, mt_rows = fit_memory_types(rows, table) if classes_too else ({}, {})
     table = replace(table, memory_types={**base.memory_types, **mt},
                     memory_type_rows={**base.memory_type_rows, **mt_rows})
     fws = dict(base.frameworks)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0],
-        rows=sum(len(v) for v in by_cls.values()),
+        rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
         note="reference stack: the class and memory-technology values are fitted on its rows")
     table = replace(table, frameworks=fws)
     if frameworks:
@@ -382,33 +390,54 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable,
                     and r.hardware.efficiency is None:
                 by_fw[r.framework].append(r)
         for name in FRAMEWORKS:
-            if name in by_fw and name not in BORROW_KERNELS:
+            if name in by_fw and name not in BORROW_KERNELS and (only is None or name in only):
                 fws[name] = fit_framework(name, by_fw[name], table)
                 table = replace(table, frameworks=dict(fws))
         for name, donor in BORROW_KERNELS.items():
-            fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
+            if only is None or name in only or donor in only:
+                fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
     return replace(table, frameworks=fws)
 
 
 def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],
               table: EfficiencyTable) -> FrameworkProfile:
-    """Stack ``name`` with the GPU-kernel values of ``donor`` (see ``BORROW_KERNELS``) and its
-    own scales where it has batch-1 rows."""
-    own = fit_framework(name, rows, table) if rows else FrameworkProfile(
-        name, FRAMEWORKS[name][0], native_kernels=name in NATIVE_KERNEL_STACKS)
+    """Stack ``name`` with the GPU-kernel values of ``donor`` (see ``BORROW_KERNELS``), its own
+    scales where it has batch-1 rows and its own per-pass costs where it has batched rows."""
     d = fws.get(donor)
-    if d is None:
+    kernels = {k: v for k, v in (d.absolute if d else {}).items() if k in KERNEL_FIELDS}
+    own = fit_framework(name, rows, table, kernels or None) if rows else FrameworkProfile(
+        name, FRAMEWORKS[name][0], native_kernels=name in NATIVE_KERNEL_STACKS)
+    if not kernels:
         return own
-    kernels = {k: v for k, v in d.absolute.items() if k in ("memory", "compute",
-                                                             "gemm_half_tokens", "kv_read")}
     return replace(own, absolute={**kernels, **own.absolute},
-                   note=f"GPU kernels as {donor} (no batched rows with a known running "
-                        f"batch to separate them); {own.note}".rstrip("; "))
+                   note=f"GPU kernels (memory, compute, gemm_half_tokens, kv_read) as {donor}: "
+                        "the data cannot separate them from its per-pass costs; "
+                        f"{own.note}".rstrip("; "))
 
 
 def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict) -> float | None:
     donor = SHARED_OVERHEAD.get(cls)
     return classes[donor].kernel_overhead_s if donor is not None and counts.get(donor) else None
+
+
+def leave_one_device_out(rows: list[Mapped], base: EfficiencyTable,
+                         devices: list[str] | None = None) -> list:
+    """Held-out predictions (``measurements.Prediction``) of every row: for each device, the
+    table is refitted from ``base`` without that device's rows (the class and memory-technology
+    values only when the device has reference-stack rows, the stacks it was measured with) and
+    its rows are predicted with the full core. ``devices`` limits the devices held out."""
+    from .measurements import predict_all
+    ref = {r.hardware.slug for rs in class_rows(rows).values() for r in rs}
+    out = []
+    for slug in sorted(devices or {r.hardware.slug for r in rows}):
+        test = [r for r in rows if r.hardware.slug == slug]
+        if not test:
+            continue
+        train = [r for r in rows if r.hardware.slug != slug]
+        stacks = {r.framework for r in test if r.framework}
+        t = fit_table(train, base, only=stacks, classes_too=slug in ref)
+        out += predict_all(test, t)[0]
+    return out
 
 
 def fitted_classes(table: EfficiencyTable) -> list[HardwareClass]:

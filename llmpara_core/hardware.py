@@ -63,7 +63,8 @@ class Architecture(Enum):
     GAUDI3 = "gaudi3"
     X86 = "x86"
     ARM = "arm"
-    HEXAGON = "hexagon"
+    HEXAGON = "hexagon"            # Qualcomm NPU
+    MEDIATEK_APU = "mediatek-apu"  # MediaTek NPU
 
 
 class Topology(Enum):

@@ -231,18 +231,45 @@ def lookup_memory_type(memory_type, table: dict) -> dict:
     return table.get(t) or table.get(memory_family(t)) or {}
 
 
+# Architectures of GPUs programmed through CUDA / ROCm / Vulkan like a discrete card: a
+# unified-memory device built on one (DGX Spark, Jetson, Ryzen AI Max) launches kernels and
+# runs attention like a discrete GPU, not like Apple's Metal GPUs the unified-soc class is
+# fitted on.
+DISCRETE_GPU_ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                              "rdna3", "rdna3.5", "rdna4", "cdna2", "cdna3", "xe-hpg")
+
+
+# Classes whose weight streaming is set by the DRAM technology (GPU memory controllers with
+# enough requests in flight). CPUs (limited by the cores' outstanding misses) and NPUs (DMA
+# engines) keep their class values.
+MEMORY_TYPE_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU,
+                       HardwareClass.UNIFIED_SOC)
+
+
+def kernel_class(cls: HardwareClass, architecture) -> HardwareClass:
+    """The class whose kernel-side values (launch overhead, attention KV reads, GEMM
+    fraction) a device uses: a unified-memory SoC with a discrete-GPU architecture uses the
+    consumer GPUs'; every other device its own class."""
+    if cls is HardwareClass.UNIFIED_SOC and enum_key(architecture) in DISCRETE_GPU_ARCHITECTURES:
+        return HardwareClass.CONSUMER_GPU
+    return cls
+
+
 def generic_efficiency(cls: HardwareClass, memory_type, architecture, classes: dict | None = None,
                        memory_types: dict | None = None,
                        architectures: dict | None = None) -> Efficiency:
-    """The reference stack's (llama.cpp's) efficiency on a device: its class's values, with
-    the bandwidth fractions of its memory technology and the compute fraction of its
-    architecture where the table has them (tables default to the shipped ones)."""
+    """The reference stack's (llama.cpp's) efficiency on a device: its kernel class's values
+    (``kernel_class``), with the weight-streaming bandwidth fraction of its memory technology
+    and the compute fraction of its architecture where the table has them (tables default to
+    the shipped ones)."""
+    cls = kernel_class(cls, architecture)
     eff = (classes or {}).get(cls) or CLASS_DEFAULTS[cls].efficiency
     mem = lookup_memory_type(memory_type,
-                             MEMORY_TYPE_EFFICIENCY if memory_types is None else memory_types)
+                             MEMORY_TYPE_EFFICIENCY if memory_types is None else memory_types
+                             ) if cls in MEMORY_TYPE_CLASSES else {}
     arch = ((ARCHITECTURE_EFFICIENCY if architectures is None else architectures)
             .get(enum_key(architecture) or "", {}))
-    changes = {k: v for k, v in mem.items() if k in ("memory", "kv_read")}
+    changes = {k: v for k, v in mem.items() if k == "memory"}
     if "compute" in arch:
         changes["compute"] = arch["compute"]
     if "legacy_kernel_factor" in arch:

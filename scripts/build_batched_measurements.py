@@ -8,6 +8,9 @@
   generation) of the whole system (per-GPU values x GPUs). Rows whose per-GPU/total label is
   ambiguous (flagged "not stated whether" in the source notes) are left out. Max-load
   in-flight rows (no batch size) are for the serving simulator and are not used here.
+* ``batched_throughput.csv`` vLLM 0.6 max-load ShareGPT rows -> ``output_tok_s`` with the
+  running batch = vLLM's default max_num_seqs (256; the KV cache is not the limit at these
+  lengths) and the mean output length = output tokens/s / requests/s (``maxload_rows``).
 * ``energy_measurements.csv`` (the mapped copy in tests/data/ names presets, the running batch
   and the generated length): ML.ENERGY vLLM rows -> ``throughput_tok_s`` = the measured token
   throughput at the stated average running batch (a ShareGPT prompt of 256 tokens assumed, as
@@ -59,6 +62,42 @@ def static_rows(path: Path) -> list[dict]:
     return out
 
 
+# vLLM 0.6 EngineArgs default max_num_seqs = 256 (vLLM docs, engine arguments); at these
+# lengths the KV cache holds far more tokens than 256 sequences need, so 256 run at once.
+VLLM_MAX_NUM_SEQS = 256
+SHAREGPT_PROMPT_TOKENS = 256      # not stated by the source: the energy rows' assumption
+
+
+def maxload_rows(path: Path) -> list[dict]:
+    """vLLM max-load ShareGPT rows: output tokens/s with the running batch = the engine's
+    max_num_seqs and the mean output length = output tokens/s / requests/s."""
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    out = []
+    for r in rows:
+        if r["framework"] != "vLLM" or r["metric"] != "output_tok_s_total":
+            continue
+        rps = next(x for x in rows if x["framework"] == r["framework"]
+                   and x["hardware"] == r["hardware"] and x["model"] == r["model"]
+                   and x["metric"] == "requests_s"
+                   and x["notes"].split("column")[0] == r["notes"].split("column")[0])
+        osl = round(float(r["value"]) / float(rps["value"]))
+        gpus = int(r["num_gpus"])
+        model = {"Llama-3.1-8B-Instruct": "llama-3.1-8b",
+                 "Llama-3.1-70B-Instruct": "llama-3.1-70b"}[r["model"]]
+        hw = {"NVIDIA A100 80GB (form factor not stated)": "NVIDIA A100 80GB (variant unspecified)",
+              "NVIDIA H100 80GB (form factor not stated)": "nvidia-h100-sxm"}[r["hardware"]]
+        out.append({"row_id": r["row_id"], "hardware": hw, "hardware_class": "datacenter_gpu",
+                    "num_devices": gpus, "parallelism": "tensor" if gpus > 1 else "single",
+                    "model": model, "params_b": "", "quant": "BF16", "weight_bits": 16,
+                    "batch": VLLM_MAX_NUM_SEQS, "context_or_prompt_len": SHAREGPT_PROMPT_TOKENS,
+                    "gen_len": osl, "metric": "output_tok_s", "value": r["value"],
+                    "framework": f"vLLM {r['framework_version']}", "source": r["source_url"],
+                    "notes": f"max load: running batch = max_num_seqs {VLLM_MAX_NUM_SEQS} "
+                             f"(vLLM default), prompt {SHAREGPT_PROMPT_TOKENS} assumed, output "
+                             f"{osl} = output tok/s / requests/s ({rps['value']}); " + r["notes"]})
+    return out
+
+
 def energy_rows(path: Path) -> list[dict]:
     lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
     out = []
@@ -86,6 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = static_rows(args.validation / "batched_throughput.csv")
+    rows += maxload_rows(args.validation / "batched_throughput.csv")
     rows += energy_rows(ROOT / "tests" / "data" / "energy_measurements.csv")
     with args.out.open("w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, COLUMNS)

@@ -5,7 +5,7 @@
    ``MIN_DECODE_ROWS`` decode rows: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and
    ``compute`` (prefill, when the class has ``MIN_PREFILL_ROWS`` prefill rows).
 2. **Memory technologies** -- the same rows grouped by the preset's ``memory_type``: ``memory``
-   and ``kv_read`` with the class's overhead and compute held (a technology needs
+   with the kernel class's overhead, KV-read fraction and compute held (a technology needs
    ``MIN_DEVICES`` devices; devices without ``memory_type`` use their class).
 3. **Stacks** -- with 1-2 fixed, each other stack's ``memory_scale`` and ``overhead_scale`` on
    its batch-1 decode rows, ``compute_scale`` on its prefill/TTFT rows and, on its batched rows
@@ -30,7 +30,8 @@ import numpy as np
 
 from ..analysis import analyze
 from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile, memory_type_of
-from ..hardware import IDEAL, Efficiency, HardwareClass, memory_family
+from ..hardware import (IDEAL, MEMORY_TYPE_CLASSES, Efficiency, HardwareClass, kernel_class,
+                        memory_family)
 from ..roofline import Rates, op_time_s
 from ..units import S_PER_MS, S_PER_US
 from .measurements import (Mapped, efficiency_class, lacks_tensor_peak, metric_value, regime,
@@ -218,7 +219,7 @@ def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None
                 and r.hardware.efficiency is None and r.measurement.batch == 1
                 and r.measurement.metric in ("decode_tok_s", "prefill_tok_s", "ttft_ms")
                 and not (r.measurement.metric != "decode_tok_s" and lacks_tensor_peak(r))):
-            out[efficiency_class(r)].append(r)
+            out[kernel_class(r.hardware.hw_class, r.hardware.architecture)].append(r)
     return out
 
 
@@ -237,28 +238,29 @@ def memory_type_key(row: Mapped) -> str | None:
 
 
 def fit_memory_type(feats: list[RowFeatures], bases: list[Efficiency]) -> dict:
-    """{memory, kv_read} of one memory technology on its batch-1 decode rows, each row keeping
-    its class's overhead and compute (``bases``)."""
+    """{memory} of one memory technology on its batch-1 decode rows, each row keeping its
+    kernel class's overhead, KV-read fraction and compute (``bases``). The KV-read fraction is
+    not fitted per technology: on these rows it is confounded with the attention kernel of the
+    GPU backend (Metal vs CUDA), which the kernel class carries."""
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
 
     def loss(x):
-        mem, kv = _sigmoid(x[0]), _sigmoid(x[1])
-        pred = np.array([f.predict(replace(b, memory=mem, kv_read=kv))
-                         for f, b in zip(feats, bases)])
-        return (float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
-                + PRIOR_WEIGHT * math.log(kv) ** 2)
-    x0 = np.array([_logit(float(np.median([b.memory for b in bases]))),
-                   _logit(float(np.median([b.kv_read for b in bases])))])
+        mem = _sigmoid(x[0])
+        pred = np.array([f.predict(replace(b, memory=mem)) for f, b in zip(feats, bases)])
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+    x0 = np.array([_logit(float(np.median([b.memory for b in bases])))])
     x = nelder_mead(loss, nelder_mead(loss, x0, step=1.0), step=0.2)
-    return {"memory": _sigmoid(x[0]), "kv_read": _sigmoid(x[1])}
+    return {"memory": _sigmoid(x[0])}
 
 
 def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, dict]:
     """Fitted memory technologies (type -> values) and their row counts; the same
     technology's family ("hbm", "gddr", ...) is fitted too when it pools several types."""
     groups: dict[str, list[Mapped]] = defaultdict(list)
-    for rs in class_rows(rows).values():
+    for cls, rs in class_rows(rows).items():
+        if cls not in MEMORY_TYPE_CLASSES:
+            continue
         for r in rs:
             key = memory_type_key(r)
             if key and r.measurement.metric == "decode_tok_s":
@@ -269,7 +271,8 @@ def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, 
     for key, rs in sorted(groups.items()):
         if len(rs) < MIN_DECODE_ROWS or len({r.hardware.slug for r in rs}) < MIN_DEVICES:
             continue
-        bases = [table.classes.get(r.hardware.hw_class) for r in rs]
+        bases = [table.classes.get(kernel_class(r.hardware.hw_class, r.hardware.architecture))
+                 for r in rs]
         out[key] = fit_memory_type([features(r) for r in rs], bases)
         counts[key] = len(rs)
     return out, counts
@@ -330,8 +333,11 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
         comp, = _fit(other, effs, np.zeros(1), 40)
         prof = replace(prof, compute_scale=math.exp(comp))
         used += len(other)
-    if len(batched) >= MIN_BATCHED_ROWS:
-        fields = OVERHEAD_FIELDS if kernels else None
+    if len(batched) >= MIN_BATCHED_ROWS or (kernels and batched):
+        # borrowed kernels: the per-pass costs; with fewer than MIN_BATCHED_ROWS rows only the
+        # per-sequence cost (one number per row cannot pin two)
+        fields = ((OVERHEAD_FIELDS if len(batched) >= MIN_BATCHED_ROWS else ("seq_overhead_s",))
+                  if kernels else None)
         prof = replace(prof, absolute={**(kernels or {}), **fit_batched(
             name, batched, _with(table, replace(prof, absolute=kernels or {})), fields)})
         used += len(batched)

@@ -151,6 +151,7 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
                             mem0 / r.bytes_per_s, mem1 / r.bytes_per_s, m[:, None])
     out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
                        * r.kernel_overhead_s)
+    out.time_s += float((m * w).sum()) * r.pass_overhead_s          # fixed cost per pass
     tot = ((v0 + v1).sum(axis=2) * (m * w / 2)[:, None]).sum(axis=0)   # per field
     if r.link_bytes_per_s:
         out.time_s += tot[_COMM] / r.link_bytes_per_s

@@ -62,6 +62,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "mlc": ("MLC LLM", ("mlc",)),
     "exllamav2": ("ExLlamaV2", ("exllama",)),
     "mlx": ("Apple MLX", ("mlx",)),
+    "fastertransformer": ("FasterTransformer", ("fastertransformer",)),
     "hf-eager": ("PyTorch eager (HF transformers)", ("fastchat", "hf eager", "hf-style eager",
                                                      "transformers")),
 }

@@ -402,7 +402,49 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         for name, donor in BORROW_KERNELS.items():
             if only is None or name in only or donor in only:
                 fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
+        if only is None:
+            fws.update(fit_tp_profiles(replace(table, frameworks=dict(fws)), fws))
     return replace(table, frameworks=fws)
+
+
+# Stacks fitted on the tensor-parallel series (presets/tables/tp_measurements.toml) because
+# no other rows measure them: weight-streaming fraction and per-kernel cost (no CUDA graphs:
+# every launch is paid, and it does not shrink as TP divides the work).
+TP_FIT_FIELDS = (("memory", 0.6, 0.2, 0.95), ("kernel_overhead_s", 5e-6, 1e-7, 1e-3))
+
+
+def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
+    """Profiles of the stacks named by the tensor-parallel setups that have no profile fitted
+    on other rows: ``TP_FIT_FIELDS`` on their rows' end-to-end tokens/s."""
+    from ..parallel.measurements import load_tp_measurements, predict_row
+    tp = load_tp_measurements()
+    out = {}
+    for name in sorted({s.efficiency_profile for s in tp.setups.values()} - {""}):
+        if fws.get(name) is not None and fws[name].rows:
+            continue
+        rows = [r for r in tp.rows if tp.setups[r.setup].efficiency_profile == name]
+        meas = np.array([r.decode_tokens_per_s for r in rows])
+        base = {k: replace(v.hardware, efficiency=None) for k, v in tp.setups.items()}
+
+        def unpack(x) -> dict:
+            return {f: float(min(hi, max(lo, math.exp(v))))
+                    for (f, _, lo, hi), v in zip(TP_FIT_FIELDS, x)}
+
+        def loss(x):
+            prof = FrameworkProfile(name, FRAMEWORKS[name][0], absolute=unpack(x))
+            t = _with(table, prof)
+            setups = {k: replace(v, hardware=replace(base[k], efficiency=t.efficiency_for(
+                base[k], name))) for k, v in tp.setups.items()}
+            tt = replace(tp, setups=setups)
+            pred = np.array([predict_row(tt, r) for r in rows])
+            return float(np.mean(huber(np.log(pred / meas))))
+        x0 = np.array([math.log(v) for _, v, _, _ in TP_FIT_FIELDS])
+        x = nelder_mead(loss, x0, step=0.5, iters=120, tol=1e-9)
+        out[name] = FrameworkProfile(name, FRAMEWORKS[name][0], rows=len(rows),
+                                     absolute=unpack(x),
+                                     note="fitted on the tensor-parallel series "
+                                          "(tp_measurements): end-to-end tokens/s")
+    return out
 
 
 def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],

@@ -40,7 +40,7 @@ from .measurements import (Mapped, efficiency_class, lacks_tensor_peak, metric_v
 MIN_DEVICES = 2
 MIN_DECODE_ROWS = 8
 MIN_PREFILL_ROWS = 4
-MIN_FRAMEWORK_ROWS = 3
+MIN_FRAMEWORK_ROWS = 2
 HUBER_DELTA = 0.05
 PRIOR_WEIGHT = 2e-5
 REFERENCE_FRAMEWORK = "llama.cpp"
@@ -319,12 +319,17 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     batched = [r for r in rows if regime(r) == "batched" and r.devices == 1]
     used = 0
     if len(decode) >= MIN_FRAMEWORK_ROWS:
+        # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale
+        two = len(decode) >= 2 * MIN_FRAMEWORK_ROWS
+
+        def scales(x) -> dict:
+            return {"memory_scale": math.exp(x[0]),
+                    "overhead_scale": math.exp(x[1]) if two else 1.0}
+
         def effs(x):
-            p = replace(prof, memory_scale=math.exp(x[0]), overhead_scale=math.exp(x[1]))
-            t = _with(table, p)
+            t = _with(table, replace(prof, **scales(x)))
             return [t.efficiency_for(r.hardware, name) for r in decode]
-        mem, over = _fit(decode, effs, np.zeros(2), 60)
-        prof = replace(prof, memory_scale=math.exp(mem), overhead_scale=math.exp(over))
+        prof = replace(prof, **scales(_fit(decode, effs, np.zeros(2 if two else 1), 60)))
         used += len(decode)
     if len(other) >= MIN_FRAMEWORK_ROWS:
         def effs(x):

@@ -60,9 +60,8 @@ def run(args) -> None:
     rows, skipped = (validation.read_measurements(data) if data is not None
                      else validation.read_shipped())
     mapped, skipped = validation.map_all(rows, skipped)
-    if args.regime != "all":
-        mapped = [r for r in mapped if validation.regime(r) == args.regime]
-    if not mapped:
+    in_regime = [r for r in mapped if args.regime in ("all", validation.regime(r))]
+    if not in_regime:
         raise ConfigError(f"no row could be mapped to a scenario ({len(skipped)} skipped; "
                           f"first reason: {skipped[0].reason if skipped else 'none'})")
     if args.device and not args.loo:
@@ -70,15 +69,16 @@ def run(args) -> None:
     table = calibration.default_table()
     if args.refit:
         table = fitting.fit_table(mapped, table)
-    if args.loo:
-        known = {r.hardware.slug for r in mapped}
+    if args.loo:      # refits see every row; only the regime's devices are held out
+        known = {r.hardware.slug for r in in_regime}
         bad_dev = [d for d in (args.device or []) if d not in known]
         if bad_dev:
-            raise ConfigError(f"--device {bad_dev[0]!r} has no rows in this data")
-        preds = fitting.leave_one_device_out(mapped, table, args.device)
+            raise ConfigError(f"--device {bad_dev[0]!r} has no {args.regime} rows in this data")
+        preds = fitting.leave_one_device_out(mapped, table, args.device or sorted(known))
+        preds = [p for p in preds if args.regime in ("all", validation.regime(p.row))]
         bad = []
     else:
-        preds, bad = validation.predict_all(mapped, table)
+        preds, bad = validation.predict_all(in_regime, table)
     summary = vs.summarize(preds, skipped + bad, args.worst,
                            fitted_classes=set(fitting.fitted_classes(table)))
     if args.format == "json":

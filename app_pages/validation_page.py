@@ -1,5 +1,6 @@
 """Validation: predictions against published measurements (decode tokens/s, prefill tokens/s,
-TTFT), ideal and estimated, the error by hardware class and framework, the worst cases with the
+TTFT, batched decode throughput, static-batch output throughput), ideal and estimated, the
+error by regime (batch 1, batched, prefill), stack and hardware class, the worst cases with the
 likely reason, the fitted efficiency model, and an upload of your own measurements to check
 or refit."""
 
@@ -19,7 +20,8 @@ from ui.scenario import (chart_config, try_scenario, url_number, url_segmented, 
 from ui.tables import download_csv, download_json
 from ui.validation_charts import scatter
 
-METRICS = {"Decode": "decode_tok_s", "Prefill": "prefill_tok_s", "TTFT": "ttft_ms"}
+METRICS = {"Decode": "decode_tok_s", "Prefill": "prefill_tok_s", "TTFT": "ttft_ms",
+           "Batched decode": "throughput_tok_s", "Static batch": "output_tok_s"}
 SOURCES = ("Shipped", "Uploaded", "Both")
 FITS = ("Shipped fit", "Refit on this data")
 COLOR_BY = {"Class": "class", "Framework": "profile"}
@@ -29,7 +31,7 @@ UPLOAD_COLUMNS = ", ".join(validation.REQUIRED + validation.OPTIONAL)
 @st.cache_data(max_entries=8, show_spinner="Predicting the measurements…")
 def run(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
     """Everything the page shows, as plain data (raises the core's ConfigError)."""
-    rows, skipped = ([], []) if source == "Uploaded" else validation.read_measurements()
+    rows, skipped = ([], []) if source == "Uploaded" else validation.read_shipped()
     if upload is not None and source != "Shipped":
         more, more_skipped = validation.read_measurements(upload)
         rows, skipped = rows + more, skipped + more_skipped
@@ -50,6 +52,7 @@ def run(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) 
             "skipped": [vs.skipped_row(s) for s in summary.skipped],
             "summary": vs.summary_dict(summary) | {"refit": refit},
             "classes": _class_rows(table), "frameworks": _framework_rows(table),
+            "memory_types": _memory_rows(table),
             "table_toml": calibration.table_to_toml(table), "headline": summary.headline}
 
 
@@ -64,8 +67,29 @@ def _class_rows(table) -> list[dict]:
 
 def _framework_rows(table) -> list[dict]:
     return [{"framework": name, "memory ×": p.memory_scale, "overhead ×": p.overhead_scale,
-             "compute ×": p.compute_scale, "rows": p.rows, "note": p.note}
+             "compute ×": p.compute_scale,
+             "values replaced": ", ".join(f"{k} = {sig(v)}" for k, v in p.absolute.items()),
+             "native kernels": p.native_kernels, "rows": p.rows, "note": p.note}
             for name, p in table.frameworks.items()]
+
+
+def _memory_rows(table) -> list[dict]:
+    return [{"memory technology": k, "memory (of peak BW)": v.get("memory"),
+             "rows fitted": int(table.memory_type_rows.get(k, 0))}
+            for k, v in sorted(table.memory_types.items())]
+
+
+def regime_table(groups: list[dict]) -> pd.DataFrame:
+    """Errors by regime, and by stack and hardware class within each regime."""
+    df = pd.DataFrame([g for g in groups if g["kind"].startswith("regime")])
+    if df.empty:
+        return df
+    df["group"] = [g if k == "regime" else f"  {g}" for k, g in zip(df["kind"], df["group"])]
+    cols = {"group": "regime / stack or class", "n": "rows",
+            "estimated_median_abs_error": "estimated |err|",
+            "estimated_median_error": "estimated bias", "estimated_p90_abs_error": "p90 |err|",
+            "estimated_within_15pct": "within ±15 %", "ideal_median_abs_error": "ideal |err|"}
+    return df[list(cols)].rename(columns=cols)
 
 
 def stats_table(groups: list[dict], metric: str) -> pd.DataFrame:
@@ -84,8 +108,8 @@ PCT = {c: st.column_config.NumberColumn(c, format="percent") for c in (
     "within ±15 %", "error", "ideal error")}
 
 st.title("Validation")
-st.caption("Every prediction against published measurements (presets/tables/measurements.csv, "
-           "each row with its source). error = predicted / measured − 1. **Ideal** = peak "
+st.caption("Every prediction against published measurements (presets/tables/measurements.csv "
+           "and batched_measurements.csv, each row with its source). error = predicted / measured − 1. **Ideal** = peak "
            "rates; **estimated** = the fitted efficiency model with the row's framework "
            "profile; **generic** = the class values alone (what every page uses by default).")
 
@@ -157,21 +181,35 @@ else:
              for w in data["worst"] if w["metric"] == metric][:int(n_worst)]
     st.markdown("\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))
 
+st.subheader("Error by regime and stack")
+st.caption("batch-1 = one sequence decoding; batched = decode at a running batch > 1 "
+           "(ML.ENERGY vLLM rows: batch x per-sequence tokens/s vs measured throughput) or a "
+           "static batch's output tokens/s (TensorRT-LLM); prefill = prompt tokens/s and TTFT. "
+           "`llmpara validate --regime R --loo` gives the leave-one-device-out figures.")
+st.dataframe(regime_table(data["groups"]), hide_index=True, column_config=PCT)
+
 if data["skipped"]:
     with st.expander(f"Skipped rows ({len(data['skipped'])}): why each could not be mapped"):
         st.dataframe(pd.DataFrame(data["skipped"]), hide_index=True)
 
 st.subheader("The efficiency model" + (" (refitted on this data)" if fit == FITS[1] else ""))
 st.markdown(
-    "Estimated time per operator = max(FLOPs ÷ (peak × **compute**), (bytes + KV reads × "
-    "(1/**kv_read** − 1)) ÷ (bandwidth × **memory**)) + kernels × **kernel overhead**. "
-    "**memory**: fraction of peak DRAM bandwidth a weight-streaming kernel reaches (memory "
-    "technology); **kernel overhead**: fixed cost per kernel (launch, sync, tail) — why small "
-    "or quantised models reach a lower share of peak; **kv_read**: decode attention reads "
-    "the KV cache slower than weights stream — why decode slows as the context grows; "
-    "**compute**: fraction of the dense peak in prefill GEMMs. Classes are fitted on "
-    "llama.cpp rows; a framework profile scales them.")
+    "Estimated time per operator in a pass with M tokens in flight = max(FLOPs ÷ (peak × "
+    "**compute** × M ÷ (M + **gemm_half_tokens**)), (bytes + KV reads × (1/**kv_read** − 1)) ÷ "
+    "(bandwidth × **memory**)) + kernels × **kernel overhead**, plus per pass **step "
+    "overhead** + batch × **seq overhead**. **memory**: fraction of peak DRAM bandwidth a "
+    "weight-streaming kernel reaches, per memory technology (HBM, GDDR, LPDDR; class when the "
+    "preset does not say); **kernel overhead**: fixed cost per kernel; **kv_read**: attention "
+    "reading the KV cache (llama.cpp batch 1 is slow; paged attention near weight speed); "
+    "**compute** and **gemm_half_tokens**: the GEMM fraction of the dense peak and the tokens "
+    "in flight at which half of it is reached (tile/wave quantisation), per stack — the "
+    "reference stack's is cut on Hopper by a cited legacy-kernel factor; **step / seq "
+    "overhead**: scheduler and per-request CPU work of a serving engine. Classes and memory "
+    "technologies are fitted on llama.cpp rows; a stack profile scales or replaces them. "
+    "Every key is documented in presets/tables/efficiency.toml.")
 st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)
+if data["memory_types"]:
+    st.dataframe(pd.DataFrame(data["memory_types"]), hide_index=True)
 st.dataframe(pd.DataFrame(data["frameworks"]), hide_index=True)
 cv = read_table().get("fit", {}).get("leave_one_device_out", {})
 if cv and fit == FITS[0]:
@@ -182,8 +220,10 @@ scn, _ = try_scenario()
 if scn is not None:
     table = calibration.default_table()
     rows = [{"profile": name, **{k: v for k, v in zip(
-        ("memory", "kernel overhead [µs]", "kv_read", "compute"),
-        (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute))}}
+        ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
+         "step overhead [µs]", "seq overhead [µs]"),
+        (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
+         e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US))}}
         for name in ("generic",) + tuple(calibration.FRAMEWORKS)
         for e in [table.efficiency_for(scn.hardware, name)]]
     with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "

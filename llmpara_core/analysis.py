@@ -206,7 +206,8 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
                  *(getattr(o, f) * n for f in _BYTE_FIELDS),
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
-                 estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n))
+                 estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n,
+                                       flops if o.kind is OpKind.ATTENTION else 0.0))
 
 
 def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:

@@ -52,9 +52,9 @@ def parse_class_entry(name: str, entry) -> dict:
            "kernel_overhead_s": _number(f"class.{name}.kernel_overhead_us",
                                         entry["kernel_overhead_us"]) * US_TO_S,
            "kv_read": _number(f"class.{name}.kv_read", entry["kv_read"])}
-    if "gemm_half_tokens" in entry:
-        out["gemm_half_tokens"] = _number(f"class.{name}.gemm_half_tokens",
-                                          entry["gemm_half_tokens"])
+    for k in ("gemm_half_tokens", "attention_compute"):
+        if k in entry:
+            out[k] = _number(f"class.{name}.{k}", entry[k])
     for k, field in OPTIONAL_US.items():
         if k in entry:
             out[field] = _number(f"class.{name}.{k}", entry[k]) * US_TO_S

@@ -85,7 +85,9 @@ class Efficiency:
     ``compute x M / (M + M_half)`` (tile/wave quantisation: a GEMM of M rows costs about as
     much as one of M + M_half rows; 0 = no such curve). ``kernel_overhead_s`` is a fixed cost
     per kernel launch; ``step_overhead_s`` per forward pass (scheduler, sampling, host sync)
-    and ``seq_overhead_s`` per sequence per pass (per-request CPU work of a serving engine)."""
+    and ``seq_overhead_s`` per sequence per pass (per-request CPU work of a serving engine).
+    ``attention_compute`` is the fraction of that GEMM rate prefill attention kernels reach
+    (softmax, masking and the score matrix's tiles: attention FLOPs count 1 / it times)."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -93,6 +95,7 @@ class Efficiency:
     gemm_half_tokens: float = 0.0
     step_overhead_s: float = 0.0
     seq_overhead_s: float = 0.0
+    attention_compute: float = 1.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -102,6 +105,8 @@ class Efficiency:
         require_float("efficiency.gemm_half_tokens", self.gemm_half_tokens, lo=0, hi=1e6)
         require_float("efficiency.step_overhead_s", self.step_overhead_s, lo=0, hi=1)
         require_float("efficiency.seq_overhead_s", self.seq_overhead_s, lo=0, hi=1)
+        require_float("efficiency.attention_compute", self.attention_compute, lo=0, hi=1,
+                      lo_open=True)
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =

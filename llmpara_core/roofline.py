@@ -27,6 +27,7 @@ class Rates:
     link_bytes_per_s: float | None = None
     kv_read_efficiency: float = 1.0      # KV-cache reads stream at this fraction of bytes_per_s
     pass_overhead_s: float = 0.0         # fixed cost per forward pass (scheduler, host sync)
+    attention_efficiency: float = 1.0    # attention FLOPs run at this fraction of flops_per_s
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -50,7 +51,8 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
     return Rates(peak * eff.compute_at(tokens_in_flight),
                  hardware.memory_bandwidth_bytes_per_s * eff.memory,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
-                 eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s)
+                 eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
+                 eff.attention_compute)
 
 
 def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):
@@ -60,12 +62,16 @@ def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):
     return mem_bytes + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
 
 
-def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0):
+def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0,
+              attention_flops=0.0):
     """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
     ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially), of
-    which ``kv_read_bytes`` are KV-cache reads. Works on floats and on numpy arrays alike."""
+    which ``kv_read_bytes`` are KV-cache reads and ``attention_flops`` attention FLOPs
+    (counted 1 / attention_efficiency times). Works on floats and on numpy arrays alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
     mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r)
+    if r.attention_efficiency != 1.0:
+        flops = flops + attention_flops * (1.0 / r.attention_efficiency - 1.0)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):
         return (np.maximum(flops / r.flops_per_s, mem_bytes / r.bytes_per_s)
                 + kernels * r.kernel_overhead_s + link)

@@ -77,6 +77,7 @@ SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
 # factor from the TOML unit to SI).
 ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_read": ("kv_read", 1.0),
                  "gemm_half_tokens": ("gemm_half_tokens", 1.0),
+                 "attention_compute": ("attention_compute", 1.0),
                  "kernel_overhead_us": ("kernel_overhead_s", S_PER_US),
                  "step_overhead_us": ("step_overhead_s", S_PER_US),
                  "seq_overhead_us": ("seq_overhead_s", S_PER_US)}
@@ -272,7 +273,9 @@ HEADER = """\
 #                  bandwidth streaming weights (GEMV); compute = fraction of the dense peak in
 #                  large GEMMs (prefill); kernel_overhead_us = fixed cost per kernel launch;
 #                  kv_read = fraction of that bandwidth decode attention reaches reading the
-#                  KV cache (llama.cpp batch 1: one block per head, short strided rows).
+#                  KV cache (llama.cpp batch 1: one block per head, short strided rows);
+#                  attention_compute = fraction of the GEMM rate prefill attention reaches
+#                  (softmax, masking, score tiles; set by prefill at 512 vs 4096 tokens).
 # [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
 #                  conflicts and controller efficiency differ by technology, not by vendor).
 # [architecture.*] legacy_kernel_factor: fraction of a generation's dense peak reached by GEMM
@@ -288,7 +291,11 @@ HEADER = """\
 #                  the context across blocks, so KV reads stream near weight speed),
 #                  kernel_overhead_us (CUDA graphs cut it), step_overhead_us (per forward
 #                  pass: scheduler, sampling, host sync), seq_overhead_us (per sequence per
-#                  pass: CPU work per request of a serving engine).
+#                  pass: CPU work per request of a serving engine), attention_compute (fused
+#                  FlashAttention stacks: fixed at 0.8, not fitted -- FlashAttention-2's
+#                  forward reaches up to 73 % of A100's peak (Dao 2023, arXiv:2307.08691)
+#                  where large GEMMs reach about 90 %). Stacks without batched rows of their
+#                  own (vllm, sglang) borrow tensorrt-llm's GPU-kernel values (note says so).
 """
 
 
@@ -311,7 +318,9 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
         lines += [f"[class.{cls.value}]", f"memory = {_fmt(e.memory)}",
                   f"compute = {_fmt(e.compute)}",
                   f"kernel_overhead_us = {_fmt(e.kernel_overhead_s / S_PER_US)}",
-                  f"kv_read = {_fmt(e.kv_read)}", f"rows = {table.class_rows[cls]}", ""]
+                  f"kv_read = {_fmt(e.kv_read)}",
+                  f"attention_compute = {_fmt(e.attention_compute)}",
+                  f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
         lines.append(f'[memory_type."{name}"]')
         lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]

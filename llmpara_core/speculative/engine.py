@@ -47,7 +47,7 @@ from ..forward import forward_ops
 from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from ..model import Model, count_params
-from ..operators import Operator
+from ..operators import OpKind, Operator
 from ..precision import Precision
 from ..roofline import Rates, op_time_s, rates
 from .drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa: F401
@@ -499,7 +499,8 @@ def time_by_kind(ops: tuple[Operator, ...], r: Rates, estimated: bool = True) ->
     out: dict[str, float] = {}
     for o in ops:
         t = op_time_s(o.flops * o.count, o.memory_bytes * o.count, o.count if estimated else 0,
-                      r, o.comm_bytes * o.count, o.kv_read_bytes * o.count)
+                      r, o.comm_bytes * o.count, o.kv_read_bytes * o.count,
+                      o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0)
         out[o.kind.value] = out.get(o.kind.value, 0.0) + t
     return out
 

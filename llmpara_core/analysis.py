@@ -249,9 +249,7 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
                                  mem_a / ideal_r.bytes_per_s, mem_z / ideal_r.bytes_per_s, n)
             eff_a = effective_memory_bytes(mem_a, oa.kv_read_bytes * c, est_r)
             eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r)
-            att = (1.0 / est_r.attention_efficiency if oa.kind is OpKind.ATTENTION else 1.0)
-            te = _sum_max_affine(oa.flops * c * att / est_r.flops_per_s,
-                                 oz.flops * c * att / est_r.flops_per_s,
+            te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
                                  eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)
             te += n * c * est_r.kernel_overhead_s
             if est_r.link_bytes_per_s:

@@ -4,12 +4,14 @@
     python scripts/fit_efficiency.py --dry-run       # fit and print, write nothing
     python scripts/fit_efficiency.py --data my.csv --out /tmp/eff.toml --no-cv
 
-Reads ``presets/tables/measurements.csv`` (or ``--data``), maps every row to a scenario
-(``llmpara_core.validation``), fits the class values on single-device llama.cpp rows and the
-framework scales on their rows (``llmpara_core.fitting``), checks the fit with
-leave-one-device-out refits, and writes ``presets/tables/efficiency.toml``. Deterministic: the
-fit always starts from the provisional constants in ``llmpara_core/hardware.py``, so rerunning
-on the same data gives the same table.
+Reads ``presets/tables/measurements.csv`` and ``batched_measurements.csv`` (or ``--data``),
+maps every row to a scenario (``llmpara_core.calibration.measurements``), fits the class and
+memory-technology values on single-device llama.cpp rows, the stack profiles on their rows and
+the stacks of the tensor-parallel series on ``tp_measurements.toml``
+(``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
+regime, class and stack), and writes ``presets/tables/efficiency.toml``. Deterministic: the fit
+always starts from the provisional constants in ``llmpara_core/hardware.py`` and the cited
+architecture factors, so rerunning on the same data gives the same table.
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ def main(argv=None) -> int:
 
 def fit_info(data, mapped, skipped, summary) -> dict:
     h = summary.headline
-    info = {"data": str(data) if data else "presets/tables/measurements.csv",
+    info = {"data": str(data) if data else ("presets/tables/measurements.csv, "
+                                            "presets/tables/batched_measurements.csv, "
+                                            "presets/tables/tp_measurements.toml"),
             "rows_mapped": len(mapped), "rows_skipped": len(skipped),
             "decode_median_abs_error": h.median_abs}
     for reg in validation.REGIMES:

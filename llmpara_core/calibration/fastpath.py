@@ -34,11 +34,15 @@ class PhaseArrays:
 
     @classmethod
     def of(cls, phase) -> "PhaseArrays":
+        """Arrays of a phase; attention FLOPs at their own rate in prefill only (as
+        ``analysis.analyze``: decode attention is bound by its KV reads)."""
         rows = phase.rows
+        att = phase.name == "prefill"
         return cls(np.array([r.flops for r in rows]), np.array([r.memory_bytes for r in rows]),
                    np.array([r.kv_read_bytes for r in rows]),
                    np.array([float(r.count) for r in rows]),
-                   np.array([r.flops if r.kind is OpKind.ATTENTION else 0.0 for r in rows]))
+                   np.array([r.flops if att and r.kind is OpKind.ATTENTION else 0.0
+                             for r in rows]))
 
     def time_s(self, r: Rates) -> float:
         return float(np.sum(op_time_s(self.flops, self.mem_bytes, self.kernels, r,

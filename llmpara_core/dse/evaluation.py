@@ -128,7 +128,7 @@ def _flop_scales(efficiency, wl: Workload) -> tuple[float, float, float]:
     """(prefill, decode, attention) factors on the time FLOPs that reproduce the estimated
     roofline's compute rate with the peak x ``compute`` of every design: the GEMM curve
     (``Efficiency.compute_at``: a pass with M tokens in flight runs at M / (M + M_half)) and
-    attention FLOPs counted 1 / attention_compute times (``roofline.op_time_s``)."""
+    prefill attention FLOPs counted 1 / attention_compute times (``roofline.op_time_s``)."""
     if efficiency is None:
         return 1.0, 1.0, 1.0
     c = efficiency.compute
@@ -162,7 +162,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
                                                          o.kv_read_bytes * o.count, kv_read), 0)
                for o in pre_ops]
     varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv_read, entries,
-                                                 (dec_sc, att))
+                                                 (dec_sc, 1.0))     # attention: prefill only
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
                                                 wl.flash_attention)))

@@ -47,7 +47,7 @@ from ..forward import forward_ops
 from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from ..model import Model, count_params
-from ..operators import OpKind, Operator
+from ..operators import Operator
 from ..precision import Precision
 from ..roofline import Rates, op_time_s, rates
 from .drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa: F401
@@ -499,8 +499,7 @@ def time_by_kind(ops: tuple[Operator, ...], r: Rates, estimated: bool = True) ->
     out: dict[str, float] = {}
     for o in ops:
         t = op_time_s(o.flops * o.count, o.memory_bytes * o.count, o.count if estimated else 0,
-                      r, o.comm_bytes * o.count, o.kv_read_bytes * o.count,
-                      o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0)
+                      r, o.comm_bytes * o.count, o.kv_read_bytes * o.count)
         out[o.kind.value] = out.get(o.kind.value, 0.0) + t
     return out
 
@@ -527,7 +526,7 @@ def _prefill_s(su: Setup) -> dict[bool, tuple[float, float]]:
         d_ops = forward_ops(su.draft.model, su.draft_precision, wl.batch, p, p,
                             wl.flash_attention, 1)
     for est in (True, False):
-        t = _pass_time_s(t_ops, eng.r[est], est)
+        t = _pass_time_s(t_ops, eng.verify_rates(max(1, p), est), est)   # batch x p in flight
         d = _pass_time_s(d_ops, eng.rd[est], est)
         if not p:      # no prefill: the first token takes a decode step
             t = eng.vanilla[est] / eng.n_tokens

@@ -334,8 +334,7 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
             row[2] = row[2] + mean(pa[0], pz[0])
             row[3] = row[3] + mean(pa[1], pz[1])
             for key, r, bw, kx, slot in (("ideal", ri, bwi, kxi, 6), ("est", re_, bwe, kxe, 7)):
-                att = _attention_factor(oa, r)
-                u0, u1 = fa * att / r.flops_per_s, fz * att / r.flops_per_s
+                u0, u1 = fa / r.flops_per_s, fz / r.flops_per_s
                 v0, v1 = _mem_s(pa, bw, kx), _mem_s(pz, bw, kx)
                 ovh = oa.count * r.kernel_overhead_s if key == "est" else 0.0
                 t_op = _sum_max_affine(u0, u1, v0, v1, n) + n * (latency + ovh)

@@ -19,7 +19,8 @@ from ui.tables import download_csv, download_json
 from ui import validation_data
 from ui.validation_charts import error_explorer, scatter
 
-METRICS = {"Decode": "decode_tok_s", "Prefill": "prefill_tok_s", "TTFT": "ttft_ms"}
+METRICS = {"Decode": "decode_tok_s", "Prefill": "prefill_tok_s", "TTFT": "ttft_ms",
+           "Batched decode": "throughput_tok_s", "Static batch": "output_tok_s"}
 SOURCES = ("Shipped", "Uploaded", "Both")
 FITS = ("Shipped fit", "Refit on this data")
 COLOR_BY = {"Class": "class", "Framework": "profile"}
@@ -34,6 +35,19 @@ def run(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) 
         return validation_data.default_result()
     return validation_data.normalised(validation_data.compute(upload, source, refit,
                                                               refit_frameworks))
+
+
+def regime_table(groups: list[dict]) -> pd.DataFrame:
+    """Errors by regime, and by stack and hardware class within each regime."""
+    df = pd.DataFrame([g for g in groups if g["kind"].startswith("regime")])
+    if df.empty:
+        return df
+    df["group"] = [g if k == "regime" else f"  {g}" for k, g in zip(df["kind"], df["group"])]
+    cols = {"group": "regime / stack or class", "n": "rows",
+            "estimated_median_abs_error": "estimated |err|",
+            "estimated_median_error": "estimated bias", "estimated_p90_abs_error": "p90 |err|",
+            "estimated_within_15pct": "within ±15 %", "ideal_median_abs_error": "ideal |err|"}
+    return df[list(cols)].rename(columns=cols)
 
 
 def stats_table(groups: list[dict], metric: str) -> pd.DataFrame:
@@ -52,8 +66,9 @@ PCT = {c: st.column_config.NumberColumn(c, format="percent") for c in (
     "within ±15 %", "error", "ideal error")}
 
 st.title("Validation")
-st.caption("Every prediction against published measurements, each row with its source. "
-           "error = predicted / measured − 1; **estimated** = the fitted efficiency model, "
+st.caption("Every prediction against published measurements (batch-1 and batched decode, "
+           "prefill, TTFT), each row with its source. error = predicted / measured − 1; "
+           "**estimated** = the fitted efficiency model with the row's stack profile, "
            "**ideal** = peak rates. Method and data: the expanders below.")
 
 with st.expander("Data: the shipped measurements, or upload yours and refit"):
@@ -147,6 +162,13 @@ def results(data: dict) -> None:
     stats = stats_table(data["groups"], metric)
     st.dataframe(stats, hide_index=True, column_config=PCT,
                  height=min(560, 35 * (len(stats) + 1) + 3))
+    st.subheader("Error by regime and stack")
+    st.caption("batch-1 = one sequence decoding; batched = decode at a running batch > 1 "
+               "(ML.ENERGY vLLM rows: batch × per-sequence tokens/s vs measured throughput) or "
+               "a static batch's output tokens/s (TensorRT-LLM); prefill = prompt tokens/s and "
+               "TTFT. `llmpara validate --regime R --loo` gives the leave-one-device-out "
+               "figures.")
+    st.dataframe(regime_table(data["groups"]), hide_index=True, column_config=PCT)
     worst_cases(data, metric, int(n_worst))
 
 
@@ -157,16 +179,22 @@ def method(data: dict) -> None:
         st.subheader("The efficiency model" + (" (refitted on this data)" if fit == FITS[1]
                                                else ""))
         st.markdown(
-            "Estimated time per operator = max(FLOPs ÷ (peak × **compute**), (bytes + KV reads "
-            "× (1/**kv_read** − 1)) ÷ (bandwidth × **memory**)) + kernels × **kernel "
-            "overhead**. **memory**: fraction of peak DRAM bandwidth a weight-streaming kernel "
-            "reaches (memory technology); **kernel overhead**: fixed cost per kernel (launch, "
-            "sync, tail) — why small or quantised models reach a lower share of peak; "
-            "**kv_read**: decode attention reads the KV cache slower than weights stream — why "
-            "decode slows as the context grows; **compute**: fraction of the dense peak in "
-            "prefill GEMMs. Classes are fitted on llama.cpp rows; a framework profile scales "
-            "them. **Generic** = the class values alone (what every page uses by default).")
+            "Estimated time per operator in a pass with M tokens in flight = max(FLOPs ÷ (peak × "
+            "**compute** × M ÷ (M + **gemm_half_tokens**)), (bytes + KV reads × "
+            "(1/**kv_read** − 1)) ÷ (bandwidth × **memory**)) + kernels × **kernel overhead**, plus per pass **step "
+            "overhead** + batch × **seq overhead**. **memory**: fraction of peak DRAM bandwidth a "
+            "weight-streaming kernel reaches, per memory technology (HBM, GDDR, LPDDR; class when the "
+            "preset does not say); **kernel overhead**: fixed cost per kernel; **kv_read**: attention "
+            "reading the KV cache (llama.cpp batch 1 is slow; paged attention near weight speed); "
+            "**compute** and **gemm_half_tokens**: the GEMM fraction of the dense peak and the tokens "
+            "in flight at which half of it is reached (tile/wave quantisation), per stack — the "
+            "reference stack's is cut on Hopper by a cited legacy-kernel factor; **step / seq "
+            "overhead**: scheduler and per-request CPU work of a serving engine. Classes and memory "
+            "technologies are fitted on llama.cpp rows; a stack profile scales or replaces them. "
+            "Every key is documented in presets/tables/efficiency.toml.")
         st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)
+        if data["memory_types"]:
+            st.dataframe(pd.DataFrame(data["memory_types"]), hide_index=True)
         st.dataframe(pd.DataFrame(data["frameworks"]), hide_index=True)
         cv = read_table().get("fit", {}).get("leave_one_device_out", {})
         if cv and fit == FITS[0]:
@@ -177,8 +205,10 @@ def method(data: dict) -> None:
     if scn is not None:
         table = calibration.default_table()
         rows = [{"profile": name, **{k: v for k, v in zip(
-            ("memory", "kernel overhead [µs]", "kv_read", "compute"),
-            (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute))}}
+            ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
+             "step overhead [µs]", "seq overhead [µs]"),
+            (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
+             e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
             for e in [table.efficiency_for(scn.hardware, name)]]
         with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "

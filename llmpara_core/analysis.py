@@ -189,21 +189,23 @@ class Report:
 def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
             efficiency: Efficiency | None = None) -> Report:
     """Full analysis of one scenario. ``efficiency`` overrides the hardware's derating."""
-    ideal_r = rates(hardware, precision.compute_dtype, estimated=False)
-    est_r = rates(hardware, precision.compute_dtype, estimated=True, efficiency=efficiency)
     wl = workload
+    ideal_r = rates(hardware, precision.compute_dtype, estimated=False)
+    pre_r, est_r = phase_rates(hardware, precision, wl, efficiency)
     logits = wl.prompt_len if wl.logits_all_tokens else 1
     prefill_ops = forward_ops(model, precision, wl.batch, wl.prompt_len, wl.prompt_len,
                               wl.flash_attention, logits)
-    prefill = Phase("prefill", tuple(_row("prefill", o, ideal_r, est_r) for o in prefill_ops))
+    prefill = Phase("prefill", tuple(_row("prefill", o, ideal_r, pre_r) for o in prefill_ops))
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
     decode, dec_ideal, dec_est = integrate_decode(model, precision, wl.batch, lo, hi,
                                                   wl.flash_attention, ideal_r, est_r)
     n_dec = hi - lo + 1
+    dec_est += n_dec * est_r.pass_overhead_s
     ideal = _timing(wl, prefill.ideal_s, dec_ideal / n_dec, steps)
-    est = _timing(wl, prefill.estimated_s, dec_est / n_dec, steps)
+    pre_est_s = prefill.estimated_s + (pre_r.pass_overhead_s if wl.prompt_len else 0.0)
+    est = _timing(wl, pre_est_s, dec_est / n_dec, steps)
 
     w_bytes = weight_bytes(model, precision)
     act = max(activation_peak_bytes(prefill_ops),
@@ -229,6 +231,16 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
         ctx_limit)
 
 
+def phase_rates(hardware: Hardware, precision: Precision, wl: Workload,
+                efficiency: Efficiency | None = None) -> tuple[Rates, Rates]:
+    """Estimated (prefill, decode) rates: a prefill pass has batch x prompt tokens in flight,
+    a decode step one per sequence (``roofline.rates``)."""
+    dt = precision.compute_dtype
+    return (rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch * max(1, wl.prompt_len),
+                  batch=wl.batch),
+            rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch, batch=wl.batch))
+
+
 def _timing(wl: Workload, prefill_s: float, tpot_s: float, steps: int) -> Timing:
     e2e = prefill_s + steps * tpot_s
     return Timing(
@@ -248,7 +260,8 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
                  *(getattr(o, f) * n for f in _BYTE_FIELDS),
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
-                 estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n))
+                 estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n,
+                                       flops if o.kind is OpKind.ATTENTION else 0.0))
 
 
 def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:

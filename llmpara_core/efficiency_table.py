@@ -37,6 +37,9 @@ def _number(where: str, v) -> float:
     return float(v)
 
 
+OPTIONAL_US = {"step_overhead_us": "step_overhead_s", "seq_overhead_us": "seq_overhead_s"}
+
+
 def parse_class_entry(name: str, entry) -> dict:
     """Keyword arguments of ``hardware.Efficiency`` from one ``[class.<name>]`` table."""
     if not isinstance(entry, dict):
@@ -44,11 +47,18 @@ def parse_class_entry(name: str, entry) -> dict:
     missing = [k for k in CLASS_KEYS if k not in entry]
     if missing:
         raise ConfigError(f"efficiency.toml: [class.{name}] lacks {', '.join(missing)}")
-    return {"memory": _number(f"class.{name}.memory", entry["memory"]),
-            "compute": _number(f"class.{name}.compute", entry["compute"]),
-            "kernel_overhead_s": _number(f"class.{name}.kernel_overhead_us",
-                                         entry["kernel_overhead_us"]) * US_TO_S,
-            "kv_read": _number(f"class.{name}.kv_read", entry["kv_read"])}
+    out = {"memory": _number(f"class.{name}.memory", entry["memory"]),
+           "compute": _number(f"class.{name}.compute", entry["compute"]),
+           "kernel_overhead_s": _number(f"class.{name}.kernel_overhead_us",
+                                        entry["kernel_overhead_us"]) * US_TO_S,
+           "kv_read": _number(f"class.{name}.kv_read", entry["kv_read"])}
+    for k in ("gemm_half_tokens", "attention_compute"):
+        if k in entry:
+            out[k] = _number(f"class.{name}.{k}", entry[k])
+    for k, field in OPTIONAL_US.items():
+        if k in entry:
+            out[field] = _number(f"class.{name}.{k}", entry[k]) * US_TO_S
+    return out
 
 
 def class_values(table: dict | None = None) -> dict[str, dict]:
@@ -58,6 +68,33 @@ def class_values(table: dict | None = None) -> dict[str, dict]:
     if not isinstance(classes, dict):
         raise ConfigError("efficiency.toml: [class] must be a table of classes")
     return {name: parse_class_entry(name, e) for name, e in classes.items()}
+
+
+def _keyed_numbers(section: str, keys: tuple[str, ...], table: dict | None) -> dict[str, dict]:
+    t = read_table() if table is None else table
+    raw = t.get(section, {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"efficiency.toml: [{section}] must be a table")
+    out = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"efficiency.toml: [{section}.{name}] must be a table")
+        out[name.strip().lower()] = {k: _number(f"{section}.{name}.{k}", entry[k])
+                                     for k in keys if k in entry}
+    return out
+
+
+def memory_type_values(table: dict | None = None) -> dict[str, dict]:
+    """``[memory_type.<type>]``: lower-case memory technology -> {memory, kv_read} (the
+    achieved fraction of peak bandwidth streaming weights, and of that reading the KV cache)."""
+    return _keyed_numbers("memory_type", ("memory", "kv_read"), table)
+
+
+def architecture_values(table: dict | None = None) -> dict[str, dict]:
+    """``[architecture.<arch>]``: lower-case architecture -> {compute, legacy_kernel_factor}
+    (GEMM fraction of the dense peak reached by the reference stack; the factor by which
+    kernels written for an older generation fall short of this one's peak)."""
+    return _keyed_numbers("architecture", ("compute", "legacy_kernel_factor"), table)
 
 
 def device_classes(table: dict | None = None) -> dict[str, str]:

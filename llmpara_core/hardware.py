@@ -77,21 +77,49 @@ class Topology(Enum):
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions of peak compute and peak bandwidth, and a fixed cost per kernel.
+    """Achievable fractions of peak compute and peak bandwidth, and fixed costs.
 
-    ``kv_read`` is the fraction of the achieved (``memory``-derated) bandwidth that attention
-    reaches while reading the KV cache: batch-1 decode attention is a skinny, strided read
-    that streams slower than weights (1.0 = as fast as weights)."""
+    ``memory`` is the fraction of peak DRAM bandwidth reached streaming weights; ``kv_read`` the
+    fraction of that bandwidth attention reaches reading the KV cache (1.0 = as fast as
+    weights). ``compute`` is the fraction of the dense peak a GEMM reaches with many tokens in
+    flight; with ``gemm_half_tokens`` = M_half > 0 a pass with M tokens in flight reaches
+    ``compute x M / (M + M_half)`` (tile/wave quantisation: a GEMM of M rows costs about as
+    much as one of M + M_half rows; 0 = no such curve). ``kernel_overhead_s`` is a fixed cost
+    per kernel launch; ``step_overhead_s`` per forward pass (scheduler, sampling, host sync)
+    and ``seq_overhead_s`` per sequence per pass (per-request CPU work of a serving engine).
+    ``attention_compute`` is the fraction of that GEMM rate prefill attention kernels reach
+    (softmax, masking and the score matrix's tiles: attention FLOPs count 1 / it times)."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
     kv_read: float = 1.0
+    gemm_half_tokens: float = 0.0
+    step_overhead_s: float = 0.0
+    seq_overhead_s: float = 0.0
+    attention_compute: float = 1.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
         require_float("efficiency.memory", self.memory, lo=0, hi=1, lo_open=True)
         require_float("efficiency.kernel_overhead_s", self.kernel_overhead_s, lo=0, hi=1)
         require_float("efficiency.kv_read", self.kv_read, lo=0, hi=1, lo_open=True)
+        require_float("efficiency.gemm_half_tokens", self.gemm_half_tokens, lo=0, hi=1e6)
+        require_float("efficiency.step_overhead_s", self.step_overhead_s, lo=0, hi=1)
+        require_float("efficiency.seq_overhead_s", self.seq_overhead_s, lo=0, hi=1)
+        require_float("efficiency.attention_compute", self.attention_compute, lo=0, hi=1,
+                      lo_open=True)
+
+    def compute_at(self, tokens_in_flight: float | None) -> float:
+        """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =
+        the large-M value ``compute``)."""
+        if tokens_in_flight is None or self.gemm_half_tokens <= 0:
+            return self.compute
+        m = max(float(tokens_in_flight), 1.0)
+        return self.compute * m / (m + self.gemm_half_tokens)
+
+    def pass_overhead_s(self, batch: int | None) -> float:
+        """Fixed cost of one forward pass over ``batch`` sequences [s]."""
+        return self.step_overhead_s + self.seq_overhead_s * (batch or 0)
 
 
 IDEAL = Efficiency(1.0, 1.0, 0.0)
@@ -167,29 +195,98 @@ CLASS_DEFAULTS: dict[HardwareClass, ClassDefaults] = {
 }
 
 
-def _apply_fitted_efficiency() -> dict[str, HardwareClass]:
+def _apply_fitted_efficiency() -> tuple[dict, dict]:
     """Replace the provisional class efficiencies by the fitted ones (presets/tables/
-    efficiency.toml); return the devices whose memory behaves like another class's."""
-    from .efficiency_table import class_values, device_classes   # stdlib-only reader
+    efficiency.toml); return its memory-technology and architecture tables."""
+    from .efficiency_table import architecture_values, class_values, memory_type_values
 
-    def cls_of(name: str) -> HardwareClass:
-        try:
-            return HardwareClass(name)
-        except ValueError:
-            raise ConfigError(f"efficiency.toml: unknown hardware class {name!r}") from None
     for cls_name, values in class_values().items():
-        cls = cls_of(cls_name)
+        try:
+            cls = HardwareClass(cls_name)
+        except ValueError:
+            raise ConfigError(f"efficiency.toml: unknown hardware class {cls_name!r}") from None
         CLASS_DEFAULTS[cls] = replace(CLASS_DEFAULTS[cls], efficiency=Efficiency(**values))
-    return {slug: cls_of(c) for slug, c in device_classes().items()}
+    return memory_type_values(), architecture_values()
 
 
 # The built-in values above, before the fitted table replaces them (the fit starts from these).
 PROVISIONAL_EFFICIENCY: dict[HardwareClass, Efficiency] = {
     c: d.efficiency for c, d in CLASS_DEFAULTS.items()}
 
-# Preset slug -> class whose efficiency the device uses (memory technology differs from its
-# class, e.g. GDDR6 "datacenter" cards stream like consumer GDDR cards).
-DEVICE_EFFICIENCY_CLASS: dict[str, HardwareClass] = _apply_fitted_efficiency()
+# Fitted per memory technology ({memory, kv_read}) and per architecture ({compute,
+# legacy_kernel_factor}); keys lower case.
+MEMORY_TYPE_EFFICIENCY, ARCHITECTURE_EFFICIENCY = _apply_fitted_efficiency()
+
+
+def memory_family(memory_type: str) -> str:
+    """The technology family of a memory type: "HBM3e" -> "hbm", "GDDR6X" -> "gddr",
+    "LPDDR5X" -> "lpddr", "DDR5" -> "ddr"."""
+    t = memory_type.strip().lower()
+    for fam in ("lpddr", "gddr", "hbm", "ddr"):
+        if t.startswith(fam):
+            return fam
+    return t
+
+
+def enum_key(v) -> str | None:
+    """Lower-case table key of a ``MemoryType``/``Architecture`` (or string); None if unset."""
+    v = getattr(v, "value", v)
+    return v.strip().lower() if isinstance(v, str) and v.strip() else None
+
+
+def lookup_memory_type(memory_type, table: dict) -> dict:
+    """The entry of ``memory_type`` (exact, else its family) in ``table`` ({} if neither)."""
+    t = enum_key(memory_type)
+    if t is None:
+        return {}
+    return table.get(t) or table.get(memory_family(t)) or {}
+
+
+# Architectures of GPUs programmed through CUDA / ROCm / Vulkan like a discrete card: a
+# unified-memory device built on one (DGX Spark, Jetson, Ryzen AI Max) launches kernels and
+# runs attention like a discrete GPU, not like Apple's Metal GPUs the unified-soc class is
+# fitted on.
+DISCRETE_GPU_ARCHITECTURES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                              "rdna3", "rdna3.5", "rdna4", "cdna2", "cdna3", "xe-hpg")
+
+
+# Classes whose weight streaming is set by the DRAM technology (GPU memory controllers with
+# enough requests in flight). CPUs (limited by the cores' outstanding misses) and NPUs (DMA
+# engines) keep their class values.
+MEMORY_TYPE_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU,
+                       HardwareClass.UNIFIED_SOC)
+
+
+def kernel_class(cls: HardwareClass, architecture) -> HardwareClass:
+    """The class whose kernel-side values (launch overhead, attention KV reads, GEMM
+    fraction) a device uses: a unified-memory SoC with a discrete-GPU architecture uses the
+    consumer GPUs'; every other device its own class."""
+    if cls is HardwareClass.UNIFIED_SOC and enum_key(architecture) in DISCRETE_GPU_ARCHITECTURES:
+        return HardwareClass.CONSUMER_GPU
+    return cls
+
+
+def generic_efficiency(cls: HardwareClass, memory_type, architecture, classes: dict | None = None,
+                       memory_types: dict | None = None,
+                       architectures: dict | None = None) -> Efficiency:
+    """The reference stack's (llama.cpp's) efficiency on a device: its kernel class's values
+    (``kernel_class``), with the weight-streaming bandwidth fraction of its memory technology
+    and the compute fraction of its architecture where the table has them (tables default to
+    the shipped ones)."""
+    cls = kernel_class(cls, architecture)
+    eff = (classes or {}).get(cls) or CLASS_DEFAULTS[cls].efficiency
+    mem = lookup_memory_type(memory_type,
+                             MEMORY_TYPE_EFFICIENCY if memory_types is None else memory_types
+                             ) if cls in MEMORY_TYPE_CLASSES else {}
+    arch = ((ARCHITECTURE_EFFICIENCY if architectures is None else architectures)
+            .get(enum_key(architecture) or "", {}))
+    changes = {k: v for k, v in mem.items() if k == "memory"}
+    if "compute" in arch:
+        changes["compute"] = arch["compute"]
+    if "legacy_kernel_factor" in arch:
+        changes["compute"] = changes.get("compute", eff.compute) * arch["legacy_kernel_factor"]
+    return replace(eff, **changes) if changes else eff
+
 
 # When a device lacks a data type, use the next one that it has (never a faster one).
 PEAK_FALLBACK: dict[DType, tuple[DType, ...]] = {
@@ -277,11 +374,12 @@ class Hardware:
 
     @property
     def effective_efficiency(self) -> Efficiency:
-        """The preset's own efficiency, else the (fitted) default of its class, or of the class
-        its memory behaves like (``DEVICE_EFFICIENCY_CLASS``)."""
+        """The preset's own efficiency, else the fitted reference-stack efficiency of its
+        class, memory technology and architecture (``generic_efficiency``)."""
         if self.efficiency is not None:
             return self.efficiency
-        return CLASS_DEFAULTS[DEVICE_EFFICIENCY_CLASS.get(self.slug, self.hw_class)].efficiency
+        return generic_efficiency(self.hw_class, getattr(self, "memory_type", None),
+                                  getattr(self, "architecture", None))
 
     @property
     def effective_idle_w(self) -> float | None:

@@ -26,6 +26,8 @@ class Rates:
     dtype_used: DType
     link_bytes_per_s: float | None = None
     kv_read_efficiency: float = 1.0      # KV-cache reads stream at this fraction of bytes_per_s
+    pass_overhead_s: float = 0.0         # fixed cost per forward pass (scheduler, host sync)
+    attention_efficiency: float = 1.0    # attention FLOPs run at this fraction of flops_per_s
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -34,15 +36,23 @@ class Rates:
 
 
 def rates(hardware: Hardware, dtype: DType, estimated: bool,
-          efficiency: Efficiency | None = None) -> Rates:
-    """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own."""
+          efficiency: Efficiency | None = None, *, tokens_in_flight: float | None = None,
+          batch: int | None = None) -> Rates:
+    """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own.
+
+    Estimated mode only: ``tokens_in_flight`` (rows of every GEMM in the pass: batch x new
+    tokens per sequence) sets the GEMM compute fraction (``Efficiency.compute_at``; None = the
+    large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``)."""
     eff = IDEAL if not estimated else (efficiency or hardware.effective_efficiency)
     peak, used = hardware.peak_flops_per_s(dtype)
     link = None
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
-    return Rates(peak * eff.compute, hardware.memory_bandwidth_bytes_per_s * eff.memory,
-                 eff.kernel_overhead_s, used, link, eff.kv_read)
+    return Rates(peak * eff.compute_at(tokens_in_flight),
+                 hardware.memory_bandwidth_bytes_per_s * eff.memory,
+                 eff.kernel_overhead_s, used, link, eff.kv_read,
+                 eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
+                 eff.attention_compute)
 
 
 def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):
@@ -52,12 +62,16 @@ def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):
     return mem_bytes + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
 
 
-def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0):
+def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0,
+              attention_flops=0.0):
     """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
     ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially), of
-    which ``kv_read_bytes`` are KV-cache reads. Works on floats and on numpy arrays alike."""
+    which ``kv_read_bytes`` are KV-cache reads and ``attention_flops`` attention FLOPs
+    (counted 1 / attention_efficiency times). Works on floats and on numpy arrays alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
     mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r)
+    if r.attention_efficiency != 1.0:
+        flops = flops + attention_flops * (1.0 / r.attention_efficiency - 1.0)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):
         return (np.maximum(flops / r.flops_per_s, mem_bytes / r.bytes_per_s)
                 + kernels * r.kernel_overhead_s + link)

@@ -4,12 +4,14 @@
     python scripts/fit_efficiency.py --dry-run       # fit and print, write nothing
     python scripts/fit_efficiency.py --data my.csv --out /tmp/eff.toml --no-cv
 
-Reads ``presets/tables/measurements.csv`` (or ``--data``), maps every row to a scenario
-(``llmpara_core.calibration.measurements``), fits the class values on single-device llama.cpp rows and the
-framework scales on their rows (``llmpara_core.calibration.fitting``), checks the fit with
-leave-one-device-out refits, and writes ``presets/tables/efficiency.toml``. Deterministic: the
-fit always starts from the provisional constants in ``llmpara_core/hardware.py``, so rerunning
-on the same data gives the same table.
+Reads ``presets/tables/measurements.csv`` and ``batched_measurements.csv`` (or ``--data``),
+maps every row to a scenario (``llmpara_core.calibration.measurements``), fits the class and
+memory-technology values on single-device llama.cpp rows, the stack profiles on their rows and
+the stacks of the tensor-parallel series on ``tp_measurements.toml``
+(``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
+regime, class and stack), and writes ``presets/tables/efficiency.toml``. Deterministic: the fit
+always starts from the provisional constants in ``llmpara_core/hardware.py`` and the cited
+architecture factors, so rerunning on the same data gives the same table.
 """
 
 from __future__ import annotations
@@ -28,19 +30,6 @@ from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation, summary as validation_summary
 from llmpara_core.efficiency_table import TABLE_PATH
 from llmpara_core.errors import LLMParaError
-from llmpara_core.hardware import HardwareClass
-
-# Devices whose efficiency is that of another class (facts about the device, not fits):
-# GDDR6 "datacenter" cards stream like consumer GDDR cards; non-Apple unified-memory devices
-# run CUDA / ROCm / Vulkan stacks (kernel launch and attention behave like a discrete GPU's;
-# the unified-soc class is fitted on Apple Metal rows only).
-DEVICE_PROFILES = {
-    "nvidia-a10": "consumer-gpu", "nvidia-a10g": "consumer-gpu", "nvidia-l4": "consumer-gpu",
-    "nvidia-l40s": "consumer-gpu", "nvidia-dgx-spark": "consumer-gpu",
-    "nvidia-jetson-agx-orin": "consumer-gpu", "nvidia-jetson-orin-nano-super": "consumer-gpu",
-    "amd-ryzen-ai-max-395": "consumer-gpu",
-}
-
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -51,15 +40,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-frameworks", action="store_true", help="fit the classes only")
     args = ap.parse_args(argv)
     try:
-        text = args.data.read_bytes() if args.data else None
-        rows, skipped = validation.read_measurements(text)
+        rows, skipped = (validation.read_measurements(args.data.read_bytes()) if args.data
+                         else validation.read_shipped())
     except (OSError, LLMParaError) as e:
         print(f"fit_efficiency: {e}", file=sys.stderr)
         return 2
     mapped, skipped = validation.map_all(rows, skipped)
-    devices = {k: HardwareClass(v) for k, v in DEVICE_PROFILES.items()}
     t0 = time.time()
-    table = fitting.fit_table(mapped, calibration.provisional_table(devices),
+    table = fitting.fit_table(mapped, calibration.provisional_table(),
                               frameworks=not args.no_frameworks)
     preds, bad = validation.predict_all(mapped, table)
     summary = validation_summary.summarize(preds, skipped + bad,
@@ -79,9 +67,15 @@ def main(argv=None) -> int:
 
 def fit_info(data, mapped, skipped, summary) -> dict:
     h = summary.headline
-    info = {"data": str(data) if data else "presets/tables/measurements.csv",
+    info = {"data": str(data) if data else ("presets/tables/measurements.csv, "
+                                            "presets/tables/batched_measurements.csv, "
+                                            "presets/tables/tp_measurements.toml"),
             "rows_mapped": len(mapped), "rows_skipped": len(skipped),
             "decode_median_abs_error": h.median_abs}
+    for reg in validation.REGIMES:
+        g = summary.stats("all", "regime", reg)
+        if g:
+            info[f"{reg}_median_abs_error"] = g.estimated.median_abs
     for metric in validation.METRICS:
         g = summary.stats(metric)
         if g:
@@ -91,13 +85,17 @@ def fit_info(data, mapped, skipped, summary) -> dict:
 
 
 def _cv(mapped, table) -> dict:
+    """Leave-one-device-out median |error| by regime, by regime and class, and of the
+    batched rows by stack."""
     t0 = time.time()
     held = fitting.leave_one_device_out(mapped, table)
     by = defaultdict(list)
-    for row, err in held:
-        by[f"{fitting.efficiency_class(row, table).value}.{row.measurement.metric}"].append(
-            abs(err))
-    out = {k: statistics.median(v) for k, v in sorted(by.items())}
+    for p in held:
+        reg = validation.regime(p.row)
+        by[reg].append(abs(p.error))
+        by[f"{reg}.{p.efficiency_class.value}"].append(abs(p.error))
+        by[f"{reg}.{p.row.framework or 'other'}"].append(abs(p.error))
+    out = {k: statistics.median(v) for k, v in sorted(by.items()) if len(v) >= 3}
     print(f"\nleave-one-device-out (each device predicted by a fit without it; "
           f"{time.time() - t0:.0f} s): median |error|")
     for k, v in out.items():
@@ -111,16 +109,21 @@ def _print_table(table) -> None:
         e = table.classes[cls]
         print(f"{cls.value:16s} {e.memory:6.3f}  {e.compute:7.3f}  "
               f"{e.kernel_overhead_s * 1e6:11.2f}  {e.kv_read:7.3f}  {rows}")
-    print("\nframework        memory_scale  compute_scale  overhead_scale  rows")
+    for name, v in sorted(table.memory_types.items()):
+        print(f"memory_type {name:10s} " + "  ".join(f"{k}={x:.3f}" for k, x in v.items()))
+    print("\nstack            memory_scale  compute_scale  overhead_scale  rows  absolute")
     for p in table.frameworks.values():
         print(f"{p.name:16s} {p.memory_scale:12.3f}  {p.compute_scale:13.3f}  "
-              f"{p.overhead_scale:14.3f}  {p.rows}")
+              f"{p.overhead_scale:14.3f}  {p.rows:4d}  "
+              + ", ".join(f"{k}={v:.4g}" for k, v in p.absolute.items()))
 
 
 def _print_errors(summary) -> None:
     print("\nmedian |predicted/measured - 1|     n   ideal  generic  estimated")
     for g in summary.groups:
         if g.kind == "framework" and g.estimated.n < 2:
+            continue
+        if g.kind == "regime-class":
             continue
         name = f"{g.metric} {g.kind}:{g.group}" if g.kind != "all" else f"{g.metric} (all)"
         print(f"  {name:38s} {g.estimated.n:3d}  {g.ideal.median_abs:6.1%}  "

@@ -385,10 +385,11 @@ def test_metrics_to_dict_is_plain_json():
 #   row within a factor of 2 of the measurement, geometric-mean ratio in [0.5, 1.25];
 # * full prediction (the model's own estimated time, with the calibrated efficiency of
 #   presets/tables/efficiency.toml): every row within a factor of 2, geometric-mean ratio in
-#   [0.6, 1.25] (measured 0.80 with the committed calibration; the uncalibrated roofline was
-#   at 0.25-1.0). It stays low on average because vLLM's TPOT under continuous batching is
-#   longer than the modelled one; the test checks that the time is the main cause: with the
-#   measured time the median |log error| is smaller.
+#   [0.6, 1.25] (measured 0.80 with the first calibration; the uncalibrated roofline was
+#   at 0.25-1.0); median |log error| within 0.20 (issue 13: energy per token within 20 %
+#   median). With the efficiency model v2 the predicted time is about as good as the
+#   measured one, so the full prediction's median error is no longer larger than the timed
+#   one's (0.076 vs 0.081); both are bounded.
 
 
 def _validation():
@@ -407,7 +408,7 @@ def test_energy_per_token_against_published_measurements():
     assert all(0.5 <= r <= 2.0 for r in full), sorted(full)
     assert 0.6 <= gmean(full) <= 1.25
     med_abs_log = lambda xs: statistics.median(abs(math.log(x)) for x in xs)   # noqa: E731
-    assert med_abs_log(timed) < med_abs_log(full)
+    assert med_abs_log(full) <= 0.20 and med_abs_log(timed) <= 0.20
 
 
 def test_measured_batch_sweeps_and_predictions_both_fall_with_batch():

@@ -20,7 +20,7 @@ from llmpara_core.analysis import analyze
 from llmpara_core.cli import main
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
-from llmpara_core.hardware import CLASS_DEFAULTS, Efficiency, HardwareClass
+from llmpara_core.hardware import CLASS_DEFAULTS, Efficiency, HardwareClass, MemoryType
 from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware
 from llmpara_core.roofline import op_time_s, rates
@@ -88,11 +88,15 @@ def test_shipped_table_is_the_hardware_default():
             HardwareClass.UNIFIED_SOC} <= set(fitted)
     for cls in fitted:
         assert CLASS_DEFAULTS[cls].efficiency == table.classes[cls]
-    a10g = load_hardware("nvidia-a10g")                  # GDDR6 "datacenter" card
-    assert a10g.hw_class is HardwareClass.DATACENTER_GPU
-    assert a10g.effective_efficiency == table.classes[HardwareClass.CONSUMER_GPU]
-    assert load_hardware("nvidia-h100-sxm").effective_efficiency == \
-        table.classes[HardwareClass.DATACENTER_GPU]
+    for slug in ("nvidia-a10g", "nvidia-h100-sxm", "nvidia-rtx-4090", "apple-m2-ultra"):
+        hw = load_hardware(slug)                         # one truth: hardware == the table
+        assert hw.effective_efficiency == table.efficiency_for(hw)
+    # no device-name remapping: a GDDR6 "datacenter" card gets the GDDR technology's values
+    assert "device" not in read_table()
+    a10g = replace(load_hardware("nvidia-a10g"), memory_type=MemoryType.GDDR6)
+    gddr = dict(table.memory_types.get("gddr6") or table.memory_types.get("gddr") or {})
+    if gddr:
+        assert a10g.effective_efficiency.memory == pytest.approx(gddr["memory"])
 
 
 def test_table_round_trips_through_toml():
@@ -106,9 +110,14 @@ def test_table_round_trips_through_toml():
         a, b = table.classes[cls], again.classes[cls]
         for f in ("memory", "compute", "kernel_overhead_s", "kv_read"):
             assert getattr(b, f) == pytest.approx(getattr(a, f), rel=1e-3)
-    assert again.devices == table.devices
+    assert again.memory_types.keys() == table.memory_types.keys()
+    assert again.architectures == table.architectures
     assert again.frameworks["gpt-fast"].memory_scale == pytest.approx(
         table.frameworks["gpt-fast"].memory_scale, rel=1e-3)
+    for name, prof in table.frameworks.items():
+        assert again.frameworks[name].native_kernels == prof.native_kernels
+        for f, v in prof.absolute.items():
+            assert again.frameworks[name].absolute[f] == pytest.approx(v, rel=1e-3), (name, f)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -121,7 +130,9 @@ def test_table_round_trips_through_toml():
                         "kv_read": 1}}}, "efficiency.memory"),
     ({"framework": {"tgi": {"memory_scale": 1.0}}}, "unknown framework"),
     ({"framework": {"vllm": {"memory_scale": 0}}}, "> 0"),
-    ({"device": {"nvidia-a10g": 3}}, "[device]"),
+    ({"memory_type": {"HBM3": {"memory": "fast"}}}, "finite number"),
+    ({"memory_type": {"HBM3": 0.5}}, "[memory_type.HBM3]"),
+    ({"framework": {"vllm": {"kv_read": 2.0}}}, "kv_read"),
 ])
 def test_malformed_tables_are_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):

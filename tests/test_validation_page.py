@@ -46,9 +46,19 @@ def test_default_view(default_page):
     assert len(at.main.get("download_button")) == 3
 
 
+def test_error_by_regime_and_stack(default_page):
+    at = default_page
+    assert any("regime and stack" in h.value for h in at.subheader)
+    df = next(d.value for d in at.dataframe if "regime / stack or class" in d.value.columns)
+    groups = [g.strip() for g in df["regime / stack or class"]]
+    assert {"batch-1", "batched", "prefill", "batched / tensorrt-llm",
+            "batched / vllm-legacy"} <= set(groups)
+    assert df.loc[[g == "batched" for g in groups], "estimated |err|"].iloc[0] <= 0.15
+
+
 def test_every_metric_and_colouring_renders(default_page):
     at = default_page
-    for metric in ("Prefill", "TTFT", "Decode"):
+    for metric in ("Prefill", "TTFT", "Batched decode", "Static batch", "Decode"):
         at.segmented_control(key="v_metric").set_value(metric).run()
         assert not at.exception and not at.error, metric
         assert at.get("plotly_chart"), metric

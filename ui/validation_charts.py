@@ -12,7 +12,8 @@ from llmpara_core.calibration.summary import BAND
 
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#EECA3B",
            "#9D755D", "#FF9DA6", "#17BECF")
-UNITS = {"decode_tok_s": "tokens/s", "prefill_tok_s": "tokens/s", "ttft_ms": "ms"}
+UNITS = {"decode_tok_s": "tokens/s", "prefill_tok_s": "tokens/s", "ttft_ms": "ms",
+         "throughput_tok_s": "tokens/s", "output_tok_s": "tokens/s"}
 
 
 def _hover(df: pd.DataFrame, col: str) -> list[str]:

@@ -31,7 +31,7 @@ INPUTS = ("llmpara_core/**/*.py", "presets/**/*.toml", "presets/**/*.csv",
 def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
     """Everything the page shows (raises the core's ConfigError). ``source``: "Shipped",
     "Uploaded" or "Both"."""
-    rows, skipped = ([], []) if source == "Uploaded" else validation.read_measurements()
+    rows, skipped = ([], []) if source == "Uploaded" else validation.read_shipped()
     if upload is not None and source != "Shipped":
         more, more_skipped = validation.read_measurements(upload)
         rows, skipped = rows + more, skipped + more_skipped
@@ -52,6 +52,7 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
             "skipped": [vs.skipped_row(s) for s in summary.skipped],
             "summary": vs.summary_dict(summary) | {"refit": refit},
             "classes": _class_rows(table), "frameworks": _framework_rows(table),
+            "memory_types": _memory_rows(table),
             "table_toml": calibration.table_to_toml(table),
             "headline_median_abs": summary.headline.median_abs}
 
@@ -67,8 +68,16 @@ def _class_rows(table) -> list[dict]:
 
 def _framework_rows(table) -> list[dict]:
     return [{"framework": name, "memory ×": p.memory_scale, "overhead ×": p.overhead_scale,
-             "compute ×": p.compute_scale, "rows": p.rows, "note": p.note}
+             "compute ×": p.compute_scale,
+             "values replaced": ", ".join(f"{k} = {v:.3g}" for k, v in p.absolute.items()),
+             "native kernels": p.native_kernels, "rows": p.rows, "note": p.note}
             for name, p in table.frameworks.items()]
+
+
+def _memory_rows(table) -> list[dict]:
+    return [{"memory technology": k, "memory (of peak BW)": v.get("memory"),
+             "rows fitted": int(table.memory_type_rows.get(k, 0))}
+            for k, v in sorted(table.memory_types.items())]
 
 
 def inputs_digest() -> str:

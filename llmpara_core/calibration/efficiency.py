@@ -1,30 +1,33 @@
-"""The efficiency model: what fraction of the roofline a real inference stack reaches.
+"""The efficiency model (v2): what fraction of the roofline a real inference stack reaches.
 
-The estimated time of every operator is (``roofline.op_time_s``)::
+The estimated time of every operator in a pass with M tokens in flight (``roofline.rates`` and
+``roofline.op_time_s``)::
 
-    max(FLOPs / (peak x compute), (bytes + KV reads x (1/kv_read - 1)) / (bandwidth x memory))
-        + kernels x kernel_overhead
+    max(FLOPs / (peak x compute x M / (M + gemm_half_tokens)),
+        (bytes + KV reads x (1/kv_read - 1)) / (bandwidth x memory))
+        + kernels x kernel_overhead          (+ per pass: step_overhead + batch x seq_overhead)
 
-Four parameters per hardware class, each a piece of physics the measurements pin down:
+Every parameter is physical and attached to what causes it, so it carries to hardware and
+stacks the fit never saw through their TOML fields:
 
-* ``memory`` -- achievable fraction of peak DRAM bandwidth when a GEMV kernel streams weights
-  (memory technology: GDDR, HBM, LPDDR unified memory; refresh, page misses and the memory
-  controller's efficiency). Set by the slope of decode time vs weight bytes.
-* ``kernel_overhead`` -- fixed cost per kernel: launch, dependency wait and the tail of a kernel
-  too small to fill the chip. Set by the intercept (small or heavily quantised models on fast
-  devices reach a lower share of peak bandwidth).
-* ``kv_read`` -- batch-1 decode attention reads the KV cache per head in short strided rows,
-  slower than weight streaming; set by how decode slows as the context grows (llama-bench
-  tg512 -> tg8192).
-* ``compute`` -- achievable fraction of the dense peak in prefill GEMMs (set by pp rows).
+* ``memory`` -- fraction of peak DRAM bandwidth reached streaming weights, per **memory
+  technology** (``memory_type``: HBM, GDDR, LPDDR; family fallback, then the hardware class).
+  Set by the slope of batch-1 decode time vs weight bytes.
+* ``kv_read`` -- fraction of that bandwidth decode attention reaches reading the KV cache: per
+  memory technology for the reference stack (llama.cpp: one block per head, short strided
+  rows), absolute per stack for paged attention / FlashDecoding (vLLM, SGLang, TensorRT-LLM).
+* ``compute`` and ``gemm_half_tokens`` -- the GEMM fraction of the dense peak at many tokens in
+  flight, and the tokens in flight (M = batch x new tokens per pass) at which half of it is
+  reached (tile / wave quantisation). Per stack; the reference stack's value on an
+  architecture whose tensor cores need new instructions (Hopper wgmma) is cut by that
+  architecture's cited ``legacy_kernel_factor``; stacks with ``native_kernels`` skip it.
+* ``kernel_overhead`` -- fixed cost per kernel (launch, tail); ``step_overhead`` per forward
+  pass and ``seq_overhead`` per sequence per pass (scheduling, sampling, detokenisation).
 
-Classes are fitted on llama.cpp measurements (the one stack measured on every class), so a
-class's values are its *generic* profile. A framework profile scales them (``memory_scale``,
-``compute_scale``, ``overhead_scale``): CUDA graphs and fused kernels (gpt-fast, TensorRT-LLM)
-cut per-kernel overhead; hand-tuned GEMV kernels (ExLlamaV2, MLC) stream closer to peak. A
-device whose memory technology differs from its class (GDDR6 "datacenter" cards) uses the
-class it behaves like (``[device]`` in the table). Values: ``presets/tables/efficiency.toml``,
-written by ``scripts/fit_efficiency.py``.
+The reference stack (llama.cpp, measured on every class) gives the class and memory-technology
+values; stack profiles (``[framework.*]``) scale or replace them. Values:
+``presets/tables/efficiency.toml`` (every key documented in its header), written by
+``scripts/fit_efficiency.py``.
 """
 
 from __future__ import annotations
@@ -35,72 +38,126 @@ from dataclasses import dataclass, field, replace
 from .. import efficiency_table
 from ..errors import ConfigError, did_you_mean
 from ..hardware import (
+    ARCHITECTURE_EFFICIENCY,
     CLASS_DEFAULTS,
-    DEVICE_EFFICIENCY_CLASS,
+    MEMORY_TYPE_EFFICIENCY,
     PROVISIONAL_EFFICIENCY,
     Efficiency,
     Hardware,
     HardwareClass,
+    enum_key,
+    generic_efficiency,
 )
 from ..units import S_PER_US
 
 # CLI names of the framework profiles (lower case) and how measurement rows spell them.
 FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "llama.cpp": ("llama.cpp", ("llama.cpp", "llamacpp", "ggml")),
+    "llama.cpp": ("llama.cpp", ("llama.cpp", "llamacpp", "ggml", "ollama")),
     "gpt-fast": ("gpt-fast (PyTorch compile)", ("gpt-fast", "gptfast")),
+    "vllm-legacy": ("vLLM < 0.6 (per-step CPU scheduling)", ("vllm:v0.4", "vllm:v0.5",
+                                                            "vllm v0.4", "vllm v0.5")),
     "vllm": ("vLLM", ("vllm",)),
+    "sglang": ("SGLang", ("sglang",)),
     "tensorrt-llm": ("TensorRT-LLM", ("tensorrt", "trt-llm", "trtllm")),
     "mlc": ("MLC LLM", ("mlc",)),
     "exllamav2": ("ExLlamaV2", ("exllama",)),
     "mlx": ("Apple MLX", ("mlx",)),
+    "fastertransformer": ("FasterTransformer", ("fastertransformer",)),
+    "hf-eager": ("PyTorch eager (HF transformers)", ("fastchat", "hf eager", "hf-style eager",
+                                                     "transformers")),
 }
 GENERIC = "generic"
+# Architecture values taken from sources, not fitted (the table header cites them): Hopper's
+# dense peak needs wgmma; kernels written with Ampere-style mma.sync reach about half of it
+# (FlashAttention-2 35 % vs FlashAttention-3 75 % of H100's peak, arXiv:2407.08608).
+# Blackwell is not listed: one key covers datacenter (tcgen05) and consumer (mma.sync) parts.
+CITED_ARCHITECTURE = {"hopper": {"legacy_kernel_factor": 0.5}}
 SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
+# Absolute per-stack values (None = the reference stack's): TOML key -> (Efficiency field,
+# factor from the TOML unit to SI).
+ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_read": ("kv_read", 1.0),
+                 "gemm_half_tokens": ("gemm_half_tokens", 1.0),
+                 "attention_compute": ("attention_compute", 1.0),
+                 "kernel_overhead_us": ("kernel_overhead_s", S_PER_US),
+                 "step_overhead_us": ("step_overhead_s", S_PER_US),
+                 "seq_overhead_us": ("seq_overhead_s", S_PER_US)}
 
 
 @dataclass(frozen=True)
 class FrameworkProfile:
-    """Multipliers a framework applies to the class values (1 = the generic profile)."""
+    """What an inference stack changes relative to the reference stack (llama.cpp):
+    multipliers of the reference values (1 = unchanged) and absolute values (None = the
+    reference's). ``native_kernels``: the stack's GEMMs use the newest tensor-core
+    instructions of every architecture (no ``legacy_kernel_factor``)."""
     name: str
     label: str
     memory_scale: float = 1.0
     compute_scale: float = 1.0
     overhead_scale: float = 1.0
-    rows: int = 0            # measurements the scales were fitted on (0 = not fitted)
+    rows: int = 0            # measurements the values were fitted on (0 = not fitted)
     note: str = ""
+    absolute: dict = field(default_factory=dict, hash=False)   # Efficiency field -> value
+    native_kernels: bool = False
 
-    def apply(self, eff: Efficiency) -> Efficiency:
-        return replace(eff, memory=min(1.0, eff.memory * self.memory_scale),
-                       compute=min(1.0, eff.compute * self.compute_scale),
-                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
+    def apply(self, eff: Efficiency, native_compute: float | None = None) -> Efficiency:
+        """``eff`` (the reference stack's) as this stack reaches it; ``native_compute`` = the
+        reference compute fraction without the architecture's legacy-kernel factor."""
+        base_c = native_compute if (self.native_kernels and native_compute) else eff.compute
+        out = replace(eff, memory=min(1.0, eff.memory * self.memory_scale),
+                      compute=min(1.0, base_c * self.compute_scale),
+                      kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
+        return replace(out, **self.absolute) if self.absolute else out
 
 
 @dataclass(frozen=True)
 class EfficiencyTable:
-    """Class efficiencies, device -> class mapping and framework profiles (one fit)."""
+    """Class efficiencies, memory-technology and architecture values and stack profiles."""
     classes: dict = field(hash=False)          # HardwareClass -> Efficiency
-    devices: dict = field(hash=False)          # preset slug -> HardwareClass
     frameworks: dict = field(hash=False)       # CLI name -> FrameworkProfile
     class_rows: dict = field(default_factory=dict, hash=False)   # HardwareClass -> rows fitted
     source: str = ""
+    memory_types: dict = field(default_factory=dict, hash=False)   # type -> {memory, kv_read}
+    architectures: dict = field(default_factory=dict, hash=False)  # arch -> {compute, ...}
+    memory_type_rows: dict = field(default_factory=dict, hash=False)
 
     def class_efficiency(self, hardware: Hardware) -> Efficiency:
-        """The preset's own ``[efficiency]`` if it has one, else its (device-mapped) class's."""
+        """The preset's own ``[efficiency]`` if it has one, else the reference stack's on its
+        class, memory technology and architecture."""
         if hardware.efficiency is not None:
             return hardware.efficiency
-        cls = self.devices.get(hardware.slug, hardware.hw_class)
-        return self.classes.get(cls, CLASS_DEFAULTS[cls].efficiency)
+        return self._generic(hardware)
+
+    def _generic(self, hardware: Hardware, architectures: dict | None = None) -> Efficiency:
+        return generic_efficiency(hardware.hw_class, memory_type_of(hardware),
+                                  architecture_of(hardware), self.classes, self.memory_types,
+                                  self.architectures if architectures is None else architectures)
 
     def efficiency_for(self, hardware: Hardware, framework: str | None = None) -> Efficiency:
         """Estimated-mode efficiency of ``hardware`` under ``framework`` (None = generic)."""
         eff = self.class_efficiency(hardware)
         if framework is None or framework == GENERIC:
             return eff
-        return self.profile(framework).apply(eff)
+        prof = self.profile(framework)
+        native = None
+        if prof.native_kernels and hardware.efficiency is None:
+            arch = {k: {kk: vv for kk, vv in v.items() if kk != "legacy_kernel_factor"}
+                    for k, v in self.architectures.items()}
+            native = self._generic(hardware, arch).compute
+        return prof.apply(eff, native)
 
     def profile(self, framework: str) -> FrameworkProfile:
         name = resolve_framework(framework)
         return self.frameworks.get(name) or FrameworkProfile(name, FRAMEWORKS[name][0])
+
+
+def memory_type_of(hardware: Hardware) -> str | None:
+    """The preset's memory technology as a lower-case key (None when it does not say)."""
+    return enum_key(getattr(hardware, "memory_type", None))
+
+
+def architecture_of(hardware: Hardware) -> str | None:
+    """The preset's architecture as a lower-case key (None when it does not say)."""
+    return enum_key(getattr(hardware, "architecture", None))
 
 
 def resolve_framework(name: str) -> str:
@@ -136,23 +193,36 @@ def table_from_dict(data: dict, source: str = "") -> EfficiencyTable:
         cls = _class(name)
         classes[cls] = Efficiency(**kwargs)
         rows[cls] = int(data["class"][name].get("rows", 0))
-    devices = {slug: _class(c) for slug, c in efficiency_table.device_classes(data).items()}
     frameworks = {}
     raw = data.get("framework", {})
     if not isinstance(raw, dict):
         raise ConfigError("efficiency.toml: [framework] must be a table of profiles")
     for name, entry in raw.items():
-        key = resolve_framework(name)
-        if not isinstance(entry, dict):
-            raise ConfigError(f"efficiency.toml: [framework.{name}] must be a table")
-        scales = {k: efficiency_table._number(f"framework.{name}.{k}", entry.get(k, 1.0))
-                  for k in SCALE_KEYS}
-        if any(v <= 0 for v in scales.values()):
-            raise ConfigError(f"efficiency.toml: [framework.{name}] scales must be > 0")
-        frameworks[key] = FrameworkProfile(key, FRAMEWORKS[key][0], **scales,
-                                           rows=int(entry.get("rows", 0)),
-                                           note=str(entry.get("note", "")))
-    return EfficiencyTable(classes, devices, frameworks, rows, source)
+        frameworks[resolve_framework(name)] = _profile(name, entry)
+    mt = efficiency_table.memory_type_values(data)
+    mt_rows = {k: int(v.get("rows", 0)) for k, v in data.get("memory_type", {}).items()
+               if isinstance(v, dict)}
+    return EfficiencyTable(classes, frameworks, rows, source, mt,
+                           efficiency_table.architecture_values(data), mt_rows)
+
+
+def _profile(name: str, entry) -> FrameworkProfile:
+    key = resolve_framework(name)
+    if not isinstance(entry, dict):
+        raise ConfigError(f"efficiency.toml: [framework.{name}] must be a table")
+    scales = {k: efficiency_table._number(f"framework.{name}.{k}", entry.get(k, 1.0))
+              for k in SCALE_KEYS}
+    if any(v <= 0 for v in scales.values()):
+        raise ConfigError(f"efficiency.toml: [framework.{name}] scales must be > 0")
+    absolute = {f: efficiency_table._number(f"framework.{name}.{k}", entry[k]) * unit
+                for k, (f, unit) in ABSOLUTE_KEYS.items() if k in entry}
+    try:
+        Efficiency(**{"compute": 0.5, "memory": 0.5} | absolute)
+    except ConfigError as e:
+        raise ConfigError(f"efficiency.toml: [framework.{name}]: {e}") from None
+    return FrameworkProfile(key, FRAMEWORKS[key][0], **scales, rows=int(entry.get("rows", 0)),
+                            note=str(entry.get("note", "")), absolute=absolute,
+                            native_kernels=bool(entry.get("native_kernels", False)))
 
 
 def _class(name: str) -> HardwareClass:
@@ -166,7 +236,8 @@ def default_table() -> EfficiencyTable:
     """The fitted table shipped in ``presets/tables/efficiency.toml`` (the app's defaults)."""
     t = table_from_dict(efficiency_table.read_table(), "presets/tables/efficiency.toml")
     # hardware.py applied the same file at import; keep one truth if the file changed since
-    return replace(t, devices={**DEVICE_EFFICIENCY_CLASS, **t.devices})
+    return replace(t, memory_types={**MEMORY_TYPE_EFFICIENCY, **t.memory_types},
+                   architectures={**ARCHITECTURE_EFFICIENCY, **t.architectures})
 
 
 def efficiency_for(hardware: Hardware, framework: str | None = None) -> Efficiency:
@@ -175,26 +246,62 @@ def efficiency_for(hardware: Hardware, framework: str | None = None) -> Efficien
     return default_table().efficiency_for(hardware, framework)
 
 
-def provisional_table(devices: dict | None = None) -> EfficiencyTable:
-    """The built-in provisional class values and identity framework profiles (where a fit
-    starts); ``devices`` = the device -> class mapping to keep (default: the shipped one)."""
-    return EfficiencyTable(dict(PROVISIONAL_EFFICIENCY),
-                           dict(default_table().devices if devices is None else devices),
-                           {}, {}, "provisional")
+def provisional_table() -> EfficiencyTable:
+    """The built-in provisional class values, no memory-technology values, the shipped
+    architecture factors (cited facts, not fits) and identity stack profiles (where a fit
+    starts)."""
+    arch = {k: dict(v) for k, v in CITED_ARCHITECTURE.items()}
+    return EfficiencyTable(dict(PROVISIONAL_EFFICIENCY), {}, {}, "provisional", {}, arch, {})
 
 
 def _fmt(v: float) -> str:
     return f"{v:.4g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.4e}"
 
 
+HEADER = """\
+# Efficiency model v2 (llmpara_core.calibration.efficiency explains it). Written by
+# `python scripts/fit_efficiency.py` on the rows named under [fit] (all from
+# /work/shared/validation/); rerun the script instead of editing numbers.
+#
+# Estimated time of one operator in a pass with M tokens in flight (roofline.op_time_s):
+#   max(FLOPs / (peak x compute x M / (M + gemm_half_tokens)),
+#       (bytes + KV reads x (1 / kv_read - 1)) / (bandwidth x memory))
+#   + kernels x kernel_overhead        and per pass: step_overhead + batch x seq_overhead
+#
+# [class.*]        reference stack (llama.cpp) per hardware class, fallback for devices whose
+#                  preset lacks memory_type / architecture. memory = fraction of peak DRAM
+#                  bandwidth streaming weights (GEMV); compute = fraction of the dense peak in
+#                  large GEMMs (prefill); kernel_overhead_us = fixed cost per kernel launch;
+#                  kv_read = fraction of that bandwidth decode attention reaches reading the
+#                  KV cache (llama.cpp batch 1: one block per head, short strided rows);
+#                  attention_compute = fraction of the GEMM rate prefill attention reaches
+#                  (softmax, masking, score tiles; set by prefill at 512 vs 4096 tokens).
+# [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
+#                  conflicts and controller efficiency differ by technology, not by vendor).
+# [architecture.*] legacy_kernel_factor: fraction of a generation's dense peak reached by GEMM
+#                  kernels written for the previous one (mma.sync instead of Hopper wgmma /
+#                  Blackwell tcgen05). Hopper 0.5: FlashAttention-2 (Ampere-style mma.sync)
+#                  reaches 35 % of H100's peak vs 75 % for FlashAttention-3 with wgmma
+#                  (Shah et al. 2024, arXiv:2407.08608, section 1) -> 0.35/0.75 ~ 0.5; the
+#                  same assumed for datacenter Blackwell (tcgen05). Not fitted (no llama.cpp
+#                  Hopper rows in the data); stacks with native_kernels = true skip it.
+# [framework.*]    per stack: *_scale multiply the reference values; absolute values replace
+#                  them: compute, gemm_half_tokens (M at which GEMMs reach half of compute:
+#                  tile and wave quantisation), kv_read (paged attention / FlashDecoding split
+#                  the context across blocks, so KV reads stream near weight speed),
+#                  kernel_overhead_us (CUDA graphs cut it), step_overhead_us (per forward
+#                  pass: scheduler, sampling, host sync), seq_overhead_us (per sequence per
+#                  pass: CPU work per request of a serving engine), attention_compute (fused
+#                  FlashAttention stacks: fixed at 0.8, not fitted -- FlashAttention-2's
+#                  forward reaches up to 73 % of A100's peak (Dao 2023, arXiv:2307.08691)
+#                  where large GEMMs reach about 90 %). Stacks without batched rows of their
+#                  own (vllm, sglang) borrow tensorrt-llm's GPU-kernel values (note says so).
+"""
+
+
 def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
     """The TOML text of ``table`` (the format of presets/tables/efficiency.toml)."""
-    lines = ["# Efficiency profiles: what llmpara_core.calibration's parameters mean is in that",
-             "# module's docstring. Written by `python scripts/fit_efficiency.py` on the",
-             "# measurements named under [fit]; rerun the script instead of editing numbers.",
-             "# kernel_overhead_us = fixed cost per kernel [us]; memory, compute = achieved",
-             "# fractions of peak bandwidth / dense peak FLOP/s; kv_read = fraction of that",
-             "# bandwidth reached by decode attention reading the KV cache.", ""]
+    lines = HEADER.splitlines() + [""]
     if fit_info:
         lines.append("[fit]")
         nested = {k: v for k, v in fit_info.items() if isinstance(v, dict)}
@@ -211,19 +318,29 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
         lines += [f"[class.{cls.value}]", f"memory = {_fmt(e.memory)}",
                   f"compute = {_fmt(e.compute)}",
                   f"kernel_overhead_us = {_fmt(e.kernel_overhead_s / S_PER_US)}",
-                  f"kv_read = {_fmt(e.kv_read)}", f"rows = {table.class_rows[cls]}", ""]
-    lines.append("# Devices whose memory technology differs from their class (GDDR6 datacenter")
-    lines.append("# cards stream like consumer GDDR cards): preset slug -> class profile used.")
-    lines.append("[device]")
-    lines += [f'{slug} = "{cls.value}"' for slug, cls in sorted(table.devices.items())]
-    lines.append("")
+                  f"kv_read = {_fmt(e.kv_read)}",
+                  f"attention_compute = {_fmt(e.attention_compute)}",
+                  f"rows = {table.class_rows[cls]}", ""]
+    for name, vals in sorted(table.memory_types.items()):
+        lines.append(f'[memory_type."{name}"]')
+        lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]
+        lines += [f"rows = {table.memory_type_rows.get(name, 0)}", ""]
+    for name, vals in sorted(table.architectures.items()):
+        lines.append(f'[architecture."{name}"]')
+        lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()] + [""]
     for name in FRAMEWORKS:
         p = table.frameworks.get(name)
         if p is None:
             continue
         lines += [f'[framework."{name}"]', f"memory_scale = {_fmt(p.memory_scale)}",
                   f"compute_scale = {_fmt(p.compute_scale)}",
-                  f"overhead_scale = {_fmt(p.overhead_scale)}", f"rows = {p.rows}"]
+                  f"overhead_scale = {_fmt(p.overhead_scale)}"]
+        for key, (fld, unit) in ABSOLUTE_KEYS.items():
+            if fld in p.absolute:
+                lines.append(f"{key} = {_fmt(p.absolute[fld] / unit)}")
+        if p.native_kernels:
+            lines.append("native_kernels = true")
+        lines.append(f"rows = {p.rows}")
         if p.note:
             lines.append(f"note = {_value(p.note)}")
         lines.append("")

@@ -1,137 +1,50 @@
-"""Fit the efficiency model (:mod:`llmpara_core.calibration`) to measurements.
+"""Fit the efficiency model (:mod:`llmpara_core.calibration.efficiency`) to measurements.
 
-1. **Classes** -- on single-device llama.cpp rows (the stack measured on every class), per
-   efficiency class with at least ``MIN_DEVICES`` devices and ``MIN_DECODE_ROWS`` decode rows:
-   ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and ``compute`` (prefill, when the
-   class has ``MIN_PREFILL_ROWS`` prefill rows). Other classes keep their previous values.
-2. **Frameworks** -- with the classes fixed, each other framework's ``memory_scale`` and
-   ``overhead_scale`` on its decode rows and ``compute_scale`` on its prefill/TTFT rows (when
-   it has ``MIN_FRAMEWORK_ROWS`` such rows), multi-device rows included.
+1. **Classes** -- on single-device batch-1 llama.cpp rows (the reference stack, measured on
+   every class), per hardware class with at least ``MIN_DEVICES`` devices and
+   ``MIN_DECODE_ROWS`` decode rows: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and
+   ``compute`` (prefill, when the class has ``MIN_PREFILL_ROWS`` prefill rows).
+2. **Memory technologies** -- the same rows grouped by the preset's ``memory_type``: ``memory``
+   with the kernel class's overhead, KV-read fraction and compute held (a technology needs
+   ``MIN_DEVICES`` devices; devices without ``memory_type`` use their class).
+3. **Stacks** -- with 1-2 fixed, each other stack's ``memory_scale`` and ``overhead_scale`` on
+   its batch-1 decode rows, ``compute_scale`` on its prefill/TTFT rows and, on its batched rows
+   (running or static batch > 1, single device), the absolute ``compute``,
+   ``gemm_half_tokens``, ``kv_read`` and per-pass costs (``BATCHED_PARAMS``).
 
 Loss: pseudo-Huber (``HUBER_DELTA``) of log(predicted / measured), each row weighted
 1/sqrt(rows of its device and metric) so a much-measured device does not dominate; a weak prior
-(``PRIOR_WEIGHT``) pulls ``kv_read`` and the framework scales towards 1 when the data say
-little. Class predictions use the per-operator rows of one ideal ``analyze`` run with the same
-``roofline.op_time_s`` (exact while no operator changes bound over the decode range -- true at
-batch 1); the final errors are always recomputed with the full core.
+(``PRIOR_WEIGHT``) pulls ``kv_read`` and the stack scales towards 1 when the data say little.
+Predictions in the fit use per-operator rows of one ideal ``analyze`` run per row and
+``roofline.op_time_s`` (decode: the mean step); the final errors are always recomputed with the
+full core.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
-from dataclasses import dataclass, replace
+from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 
-from ..analysis import analyze
-from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile
-from ..hardware import IDEAL, Efficiency, HardwareClass
-from ..roofline import Rates, op_time_s
-from ..units import S_PER_MS, S_PER_US
-from .measurements import Mapped, efficiency_class, lacks_tensor_peak, metric_value, timings
+from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile, memory_type_of
+from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
+                       features, huber, nelder_mead, weights)
+from ..hardware import MEMORY_TYPE_CLASSES, Efficiency, HardwareClass, kernel_class, memory_family
+from ..units import S_PER_US
+from .measurements import Mapped, efficiency_class, lacks_tensor_peak  # noqa: F401
+from .stack_fit import (BORROW_KERNELS, _borrowed, fit_framework,  # noqa: F401
+                        fit_tp_profiles, predictor)
 
 MIN_DEVICES = 2
 MIN_DECODE_ROWS = 8
 MIN_PREFILL_ROWS = 4
-MIN_FRAMEWORK_ROWS = 3
-HUBER_DELTA = 0.05
-PRIOR_WEIGHT = 2e-5
 REFERENCE_FRAMEWORK = "llama.cpp"
 # Kernel launch overhead is a property of the runtime (CUDA driver, graph launch), not of the
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
 # alone (two model sizes) trades it against the bandwidth fraction.
 SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
-
-
-# ---- fast per-row evaluation ----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RowFeatures:
-    """Per-operator totals of the row's phase (decode: mean per step) at ideal rates."""
-    row: Mapped
-    flops: np.ndarray
-    mem_bytes: np.ndarray
-    kv_read_bytes: np.ndarray
-    kernels: np.ndarray
-    peak_flops_per_s: float
-    bandwidth_bytes_per_s: float
-
-    def predict(self, eff: Efficiency) -> float:
-        r = Rates(self.peak_flops_per_s * eff.compute, self.bandwidth_bytes_per_s * eff.memory,
-                  eff.kernel_overhead_s, None, None, eff.kv_read)
-        t = float(np.sum(op_time_s(self.flops, self.mem_bytes, self.kernels, r,
-                                   kv_read_bytes=self.kv_read_bytes)))
-        m = self.row.measurement
-        if m.metric == "decode_tok_s":
-            return 1.0 / t
-        if m.metric == "prefill_tok_s":
-            return m.batch * self.row.workload.prompt_len / t
-        return t / S_PER_MS
-
-
-def features(row: Mapped) -> RowFeatures:
-    rep = analyze(row.model, replace(row.hardware, efficiency=IDEAL), row.precision,
-                  row.workload)
-    phase = rep.decode if row.measurement.metric == "decode_tok_s" else rep.prefill
-    rows = phase.rows
-    return RowFeatures(row, np.array([r.flops for r in rows]),
-                       np.array([r.memory_bytes for r in rows]),
-                       np.array([r.kv_read_bytes for r in rows]),
-                       np.array([float(r.count) for r in rows]),
-                       rep.peak_flops_per_s, rep.bandwidth_bytes_per_s)
-
-
-# ---- optimiser ------------------------------------------------------------------------------
-
-def nelder_mead(f, x0, step: float = 0.3, iters: int = 400, tol: float = 1e-7) -> np.ndarray:
-    """Minimise ``f`` from ``x0`` (plain Nelder-Mead, standard coefficients)."""
-    n = len(x0)
-    pts = [np.asarray(x0, float)] + [np.asarray(x0, float) + step * np.eye(n)[i]
-                                     for i in range(n)]
-    vals = [f(p) for p in pts]
-    for _ in range(iters):
-        order = np.argsort(vals)
-        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
-        if abs(vals[-1] - vals[0]) < tol:
-            break
-        centre = np.mean(pts[:-1], axis=0)
-        xr = centre + (centre - pts[-1])
-        fr = f(xr)
-        if fr < vals[0]:
-            xe = centre + 2.0 * (centre - pts[-1])
-            fe = f(xe)
-            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = xr, fr
-        else:
-            xc = centre + 0.5 * (pts[-1] - centre)
-            fc = f(xc)
-            if fc < vals[-1]:
-                pts[-1], vals[-1] = xc, fc
-            else:
-                pts = [pts[0]] + [pts[0] + 0.5 * (p - pts[0]) for p in pts[1:]]
-                vals = [vals[0]] + [f(p) for p in pts[1:]]
-    return pts[int(np.argmin(vals))]
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 0.02), 0.9)       # start inside the range, where the loss has a slope
-    return math.log(p / (1 - p))
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
-
-
-def huber(residuals: np.ndarray) -> np.ndarray:
-    d = HUBER_DELTA
-    return d * d * (np.sqrt(1.0 + (residuals / d) ** 2) - 1.0)
-
-
-def weights(rows: list[Mapped]) -> np.ndarray:
-    n = Counter((r.hardware.slug, r.measurement.metric) for r in rows)
-    return np.array([1.0 / math.sqrt(n[(r.hardware.slug, r.measurement.metric)]) for r in rows])
 
 
 # ---- class fit ------------------------------------------------------------------------------
@@ -142,7 +55,9 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       memory=_sigmoid(x[0]),
                       kernel_overhead_s=(math.exp(x[1]) * S_PER_US if overhead_s is None
                                          else overhead_s),
-                      kv_read=_sigmoid(x[2]))
+                      kv_read=_sigmoid(x[2]),
+                      attention_compute=(_sigmoid(x[4]) if fit_compute
+                                         else base.attention_compute))
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
@@ -157,26 +72,30 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
     def loss(x):
         eff = _unpack(x, base, fit_compute, overhead_s)
         pred = np.array([f.predict(eff) for f in feats])
-        prior = PRIOR_WEIGHT * math.log(eff.kv_read) ** 2
+        prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
+                                + math.log(eff.attention_compute) ** 2)
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + prior
 
     x0 = np.array([_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
-                   _logit(base.kv_read), _logit(base.compute)])
+                   _logit(base.kv_read), _logit(base.compute),
+                   _logit(base.attention_compute)])
     x = nelder_mead(loss, x0, step=1.0)
     x = nelder_mead(loss, x, step=0.2)                 # restart: Nelder-Mead can stall
     return _unpack(x, base, fit_compute, overhead_s)
 
 
-def class_rows(rows: list[Mapped], table: EfficiencyTable) -> dict[HardwareClass, list[Mapped]]:
-    """Rows the class fit uses, by efficiency class: single-device batch-1 llama.cpp rows, but
+def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None
+               ) -> dict[HardwareClass, list[Mapped]]:
+    """Rows the class fit uses, by hardware class: single-device batch-1 llama.cpp rows, but
     no prefill/TTFT row of a GPU whose preset lacks the fp16 (tensor) peak -- its fp32 peak
     understates what the GPU computes with."""
     out: dict[HardwareClass, list[Mapped]] = defaultdict(list)
     for r in rows:
         if (r.framework == REFERENCE_FRAMEWORK and r.devices == 1
                 and r.hardware.efficiency is None and r.measurement.batch == 1
+                and r.measurement.metric in ("decode_tok_s", "prefill_tok_s", "ttft_ms")
                 and not (r.measurement.metric != "decode_tok_s" and lacks_tensor_peak(r))):
-            out[efficiency_class(r, table)].append(r)
+            out[kernel_class(r.hardware.hw_class, r.hardware.architecture)].append(r)
     return out
 
 
@@ -186,60 +105,64 @@ def fittable(rows: list[Mapped], min_devices: int = MIN_DEVICES) -> bool:
             and len({r.hardware.slug for r in decode}) >= min_devices)
 
 
-# ---- framework fit --------------------------------------------------------------------------
+# ---- memory-technology fit ------------------------------------------------------------------
 
-def predictor(row: Mapped):
-    """eff -> predicted value of ``row``: the fast per-operator path for one device, the full
-    core (``parallel.shard_analyze``) for several."""
-    if row.devices == 1:
-        return features(row).predict
-    return lambda eff: metric_value(row.measurement.metric, timings(row, eff)[1])
+def memory_type_key(row: Mapped) -> str | None:
+    """The memory technology a row's device is grouped by (lower case; None = not stated)."""
+    t = memory_type_of(row.hardware)
+    return t.strip().lower() if t else None
 
 
-def _fit_scales(rows: list[Mapped], table: EfficiencyTable, make, x0: np.ndarray,
-                iters: int) -> np.ndarray:
-    """Log-scales minimising the loss of ``rows`` when ``make(x)`` turns them into a profile."""
-    preds = [predictor(r) for r in rows]
-    bases = [table.class_efficiency(r.hardware) for r in rows]
-    meas = np.array([r.measurement.value for r in rows])
-    w = weights(rows)
+def fit_memory_type(feats: list[RowFeatures], bases: list[Efficiency]) -> dict:
+    """{memory} of one memory technology on its batch-1 decode rows, each row keeping its
+    kernel class's overhead, KV-read fraction and compute (``bases``). The KV-read fraction is
+    not fitted per technology: on these rows it is confounded with the attention kernel of the
+    GPU backend (Metal vs CUDA), which the kernel class carries."""
+    meas = np.array([f.row.measurement.value for f in feats])
+    w = weights([f.row for f in feats])
 
     def loss(x):
-        p = make(x)
-        pred = np.array([f(p.apply(b)) for f, b in zip(preds, bases)])
-        return (float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
-                + PRIOR_WEIGHT * float(np.sum(np.square(x))))
-    return nelder_mead(loss, x0, step=0.3, iters=iters, tol=1e-8)
+        mem = _sigmoid(x[0])
+        pred = np.array([f.predict(replace(b, memory=mem)) for f, b in zip(feats, bases)])
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+    x0 = np.array([_logit(float(np.median([b.memory for b in bases])))])
+    x = nelder_mead(loss, nelder_mead(loss, x0, step=1.0), step=0.2)
+    return {"memory": _sigmoid(x[0])}
 
 
-def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable) -> FrameworkProfile:
-    """Scales of framework ``name``: memory and overhead on its decode rows, compute on its
-    prefill/TTFT rows (two independent fits; each needs MIN_FRAMEWORK_ROWS rows)."""
-    label = FRAMEWORKS[name][0]
-    decode = [r for r in rows if r.measurement.metric == "decode_tok_s"]
-    other = [r for r in rows if r.measurement.metric != "decode_tok_s"]
-    mem = over = comp = 0.0
-    if len(decode) >= MIN_FRAMEWORK_ROWS:
-        mem, over = _fit_scales(decode, table, lambda x: FrameworkProfile(
-            name, label, math.exp(x[0]), 1.0, math.exp(x[1])), np.zeros(2), 60)
-    if len(other) >= MIN_FRAMEWORK_ROWS:
-        comp, = _fit_scales(other, table, lambda x: FrameworkProfile(
-            name, label, 1.0, math.exp(x[0])), np.zeros(1), 40)
-    used = (len(decode) if len(decode) >= MIN_FRAMEWORK_ROWS else 0) + \
-        (len(other) if len(other) >= MIN_FRAMEWORK_ROWS else 0)
-    note = "" if used else "too few measurements: generic values"
-    return FrameworkProfile(name, label, math.exp(mem), math.exp(comp), math.exp(over),
-                            rows=used, note=note)
+def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, dict]:
+    """Fitted memory technologies (type -> values) and their row counts; the same
+    technology's family ("hbm", "gddr", ...) is fitted too when it pools several types."""
+    groups: dict[str, list[Mapped]] = defaultdict(list)
+    for cls, rs in class_rows(rows).items():
+        if cls not in MEMORY_TYPE_CLASSES:
+            continue
+        for r in rs:
+            key = memory_type_key(r)
+            if key and r.measurement.metric == "decode_tok_s":
+                groups[key].append(r)
+                if memory_family(key) != key:
+                    groups[memory_family(key)].append(r)
+    out, counts = {}, {}
+    for key, rs in sorted(groups.items()):
+        if len(rs) < MIN_DECODE_ROWS or len({r.hardware.slug for r in rs}) < MIN_DEVICES:
+            continue
+        bases = [table.classes.get(kernel_class(r.hardware.hw_class, r.hardware.architecture))
+                 for r in rs]
+        out[key] = fit_memory_type([features(r) for r in rs], bases)
+        counts[key] = len(rs)
+    return out, counts
 
 
 # ---- the whole fit --------------------------------------------------------------------------
 
-def fit_table(rows: list[Mapped], base: EfficiencyTable,
-              frameworks: bool = True) -> EfficiencyTable:
-    """A new table fitted on ``rows``; classes and frameworks without enough data keep the
-    values of ``base``."""
+def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
+              only: set | None = None, classes_too: bool = True) -> EfficiencyTable:
+    """A new table fitted on ``rows``; classes and stacks without enough data keep the values
+    of ``base``. ``only`` = refit just these stacks; ``classes_too`` = False keeps the class and
+    memory-technology values of ``base`` (leave-one-out of a device without reference rows)."""
     classes, counts = dict(base.classes), dict(base.class_rows)
-    by_cls = class_rows(rows, base)
+    by_cls = class_rows(rows) if classes_too else {}
     order = sorted(by_cls, key=lambda c: c in SHARED_OVERHEAD)    # donors first
     for cls in order:
         rs = by_cls[cls]
@@ -249,11 +172,15 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable,
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)
     table = replace(base, classes=classes, class_rows=counts)
+    mt, mt_rows = fit_memory_types(rows, table) if classes_too else ({}, {})
+    table = replace(table, memory_types={**base.memory_types, **mt},
+                    memory_type_rows={**base.memory_type_rows, **mt_rows})
     fws = dict(base.frameworks)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0],
-        rows=sum(len(v) for v in class_rows(rows, base).values()),
-        note="reference stack: the class values are fitted on its rows")
+        rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
+        note="reference stack: the class and memory-technology values are fitted on its rows")
+    table = replace(table, frameworks=fws)
     if frameworks:
         by_fw: dict[str, list[Mapped]] = defaultdict(list)
         for r in rows:
@@ -261,8 +188,14 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable,
                     and r.hardware.efficiency is None:
                 by_fw[r.framework].append(r)
         for name in FRAMEWORKS:
-            if name in by_fw:
+            if name in by_fw and name not in BORROW_KERNELS and (only is None or name in only):
                 fws[name] = fit_framework(name, by_fw[name], table)
+                table = replace(table, frameworks=dict(fws))
+        for name, donor in BORROW_KERNELS.items():
+            if only is None or name in only or donor in only:
+                fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
+        if only is None:
+            fws.update(fit_tp_profiles(replace(table, frameworks=dict(fws)), fws))
     return replace(table, frameworks=fws)
 
 
@@ -271,25 +204,23 @@ def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict) -> float |
     return classes[donor].kernel_overhead_s if donor is not None and counts.get(donor) else None
 
 
-def leave_one_device_out(rows: list[Mapped], base: EfficiencyTable) -> list[tuple[Mapped, float]]:
-    """Held-out predictions: for each device of the class fit, refit its class without that
-    device's rows (from ``base``'s values as the starting point; one remaining device is
-    enough) and predict them. Devices whose class cannot be refitted without them are left
-    out. Returns (row, predicted / measured - 1)."""
+def leave_one_device_out(rows: list[Mapped], base: EfficiencyTable,
+                         devices: list[str] | None = None) -> list:
+    """Held-out predictions (``measurements.Prediction``) of every row: for each device, the
+    table is refitted from ``base`` without that device's rows (the class and memory-technology
+    values only when the device has reference-stack rows, the stacks it was measured with) and
+    its rows are predicted with the full core. ``devices`` limits the devices held out."""
+    from .measurements import predict_all
+    ref = {r.hardware.slug for rs in class_rows(rows).values() for r in rs}
     out = []
-    by_cls = class_rows(rows, base)
-    for cls, rs in by_cls.items():
-        if not fittable(rs):
+    for slug in sorted(devices or {r.hardware.slug for r in rows}):
+        test = [r for r in rows if r.hardware.slug == slug]
+        if not test:
             continue
-        feats = {id(r): features(r) for r in rs}
-        for slug in sorted({r.hardware.slug for r in rs}):
-            train = [r for r in rs if r.hardware.slug != slug]
-            test = [r for r in rs if r.hardware.slug == slug]
-            if not fittable(train, min_devices=1):
-                continue
-            eff = fit_class([feats[id(r)] for r in train], base.classes[cls],
-                            _shared_overhead(cls, base.classes, base.class_rows))
-            out += [(r, feats[id(r)].predict(eff) / r.measurement.value - 1.0) for r in test]
+        train = [r for r in rows if r.hardware.slug != slug]
+        stacks = {r.framework for r in test if r.framework}
+        t = fit_table(train, base, only=stacks, classes_too=slug in ref)
+        out += predict_all(test, t)[0]
     return out
 
 

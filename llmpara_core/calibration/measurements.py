@@ -12,7 +12,8 @@ Mapping rules (each assumption travels with the row):
   is N tokens from an empty cache (prompt 0), ppN one N-token prompt; decode rows without
   lengths assume tg128;
 * metrics: ``decode_tok_s`` = 1 / mean TPOT of one sequence, ``prefill_tok_s`` = prompt / TTFT,
-  ``ttft_ms`` = TTFT;
+  ``ttft_ms`` = TTFT; ``throughput_tok_s`` = batch / TPOT (decode throughput at a running
+  batch), ``output_tok_s`` = batch x generated tokens / (TTFT + generation) (a static batch);
 * devices: ``layer-split`` = pipeline stages (PP = devices), ``tensor`` = TP = devices, over the
   link of ``[link_for]`` (``parallel.shard_analyze``).
 
@@ -43,7 +44,11 @@ REQUIRED = ("hardware", "model", "metric", "value")
 OPTIONAL = ("row_id", "hardware_class", "num_devices", "parallelism", "params_b", "quant",
             "weight_bits", "batch", "context_or_prompt_len", "gen_len", "framework", "source",
             "notes")
-METRICS = ("decode_tok_s", "prefill_tok_s", "ttft_ms")
+METRICS = ("decode_tok_s", "prefill_tok_s", "ttft_ms", "throughput_tok_s", "output_tok_s")
+BATCHED_PATH = PRESET_DIR / "tables" / "batched_measurements.csv"
+# Regimes of the error summary: batch-1 decode, batched decode (running batch > 1, or a
+# static batch's generated tokens over the whole run), prefill (prompt tokens/s, TTFT).
+REGIMES = ("batch-1", "batched", "prefill")
 MAX_CSV_BYTES = 5_000_000
 MAX_ROWS = 20_000
 # A measured value (tokens/s or ms) outside these is a typo or an attack (1e-320 would make
@@ -210,8 +215,9 @@ def _precision(m: Measurement) -> tuple[Precision, tuple[str, ...]]:
     q = mapping_table().get("quant", {}).get(m.quant)
     if isinstance(q, dict):
         other = float(q["other_bits"])
-        return (Precision(other, float(q["ffn_bits"]), other, 16.0, 16.0, DType.FP16,
-                          name=m.quant[:40]), (str(q.get("assumption", "")),))
+        return (Precision(other, float(q["ffn_bits"]), other, 16.0, float(q.get("kv_bits", 16.0)),
+                          DType(q.get("compute", "fp16")), name=m.quant[:40]),
+                (str(q.get("assumption", "")),))
     if m.weight_bits is None:
         raise ConfigError(f"bits per weight not stated for format {m.quant or '(none)'!r}")
     if not 0 < m.weight_bits <= 32:
@@ -235,6 +241,10 @@ def _workload(m: Measurement) -> tuple[Workload, tuple[str, ...]]:
         return Workload(m.batch, p, g), tuple(notes)
     if not p:
         raise ConfigError(f"{m.metric} needs the prompt length (context_or_prompt_len)")
+    if m.metric in ("throughput_tok_s", "output_tok_s"):
+        if not g or g < 2:
+            raise ConfigError(f"{m.metric} needs the generated length (gen_len >= 2)")
+        return Workload(m.batch, p, g), ()
     return Workload(m.batch, p, 1 if m.metric == "ttft_ms" else 0), ()
 
 
@@ -281,6 +291,16 @@ def map_measurement(m: Measurement) -> Mapped | Skipped:
 
 
 
+def read_shipped() -> tuple[list[Measurement], list[Skipped]]:
+    """The shipped batch-1 measurements and the batched-regime rows
+    (``batched_measurements.csv``, built by scripts/build_batched_measurements.py)."""
+    rows, skipped = read_measurements()
+    if BATCHED_PATH.is_file():
+        more, more_skipped = read_measurements(BATCHED_PATH.read_bytes())
+        rows, skipped = rows + more, skipped + more_skipped
+    return rows, skipped
+
+
 def map_all(rows, skipped=()) -> tuple[list[Mapped], list[Skipped]]:
     mapped, skips = [], list(skipped)
     for m in rows:
@@ -289,9 +309,18 @@ def map_all(rows, skipped=()) -> tuple[list[Mapped], list[Skipped]]:
     return mapped, skips
 
 
-def efficiency_class(row: Mapped, table: EfficiencyTable) -> HardwareClass:
-    """The class whose efficiency the row's device uses."""
-    return table.devices.get(row.hardware.slug, row.hardware.hw_class)
+def efficiency_class(row: Mapped, table: EfficiencyTable | None = None) -> HardwareClass:
+    """The hardware class of the row's device (its fallback efficiency)."""
+    return row.hardware.hw_class
+
+
+def regime(row: Mapped) -> str:
+    """batch-1 (one sequence decoding), batched (decode at a batch > 1, or a static batch's
+    whole run) or prefill (prompt tokens/s, TTFT)."""
+    m = row.measurement
+    if m.metric in ("prefill_tok_s", "ttft_ms"):
+        return "prefill"
+    return "batch-1" if m.metric == "decode_tok_s" and m.batch == 1 else "batched"
 
 
 # ---- prediction -----------------------------------------------------------------------------
@@ -322,12 +351,17 @@ class Prediction:
         return self.ideal / self.measured - 1.0
 
 
-def metric_value(metric: str, timing) -> float:
-    """The measured quantity from an ``analysis.Timing``."""
+def metric_value(metric: str, timing, workload: Workload | None = None) -> float:
+    """The measured quantity from an ``analysis.Timing`` (``output_tok_s`` needs the
+    ``workload``: batch x generated tokens / end-to-end latency)."""
     if metric == "decode_tok_s":
         return timing.decode_tokens_per_s
     if metric == "prefill_tok_s":
         return timing.prefill_tokens_per_s
+    if metric == "throughput_tok_s":
+        return timing.throughput_tokens_per_s
+    if metric == "output_tok_s":
+        return workload.batch * workload.gen_len / timing.e2e_latency_s
     return timing.ttft_s / S_PER_MS
 
 
@@ -351,8 +385,9 @@ def predict(row: Mapped, table: EfficiencyTable | None = None) -> Prediction:
     fw_eff = table.efficiency_for(row.hardware, row.framework or GENERIC)
     ideal_t, gen_t, notes = timings(row, generic_eff)
     est_t = gen_t if fw_eff == generic_eff else timings(row, fw_eff)[1]
-    return Prediction(row, row.measurement.value, metric_value(metric, ideal_t),
-                      metric_value(metric, gen_t), metric_value(metric, est_t),
+    wl = row.workload
+    return Prediction(row, row.measurement.value, metric_value(metric, ideal_t, wl),
+                      metric_value(metric, gen_t, wl), metric_value(metric, est_t, wl),
                       efficiency_class(row, table), tuple(notes))
 
 

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..hardware import HardwareClass
-from .measurements import METRICS, Prediction, Skipped, lacks_tensor_peak
+from .measurements import METRICS, REGIMES, Prediction, Skipped, lacks_tensor_peak, regime
 
 MODES = ("ideal", "generic", "estimated")
 BAND = 0.15                   # the page's +-15 % band
@@ -102,9 +102,28 @@ def summarize(preds: list[Prediction], skipped=(), worst: int = 12,
         for fw in sorted({framework_group(p) for p in ps}):
             groups.append(_group(metric, "framework", fw,
                                  [p for p in ps if framework_group(p) == fw]))
+    groups += regime_groups(preds)
     ranked = sorted(preds, key=lambda p: -abs(p.error))[:worst]
     return Summary(tuple(groups), tuple(Worst(p, why(p, fitted_classes)) for p in ranked),
                    tuple(skipped), len(preds))
+
+
+def regime_groups(preds: list[Prediction]) -> list[GroupStats]:
+    """Errors by regime (batch-1 decode, batched, prefill), and within each by stack and by
+    hardware class (metric "all": a regime pools its metrics)."""
+    out = []
+    for reg in REGIMES:
+        ps = [p for p in preds if regime(p.row) == reg]
+        if not ps:
+            continue
+        out.append(_group("all", "regime", reg, ps))
+        for fw in sorted({framework_group(p) for p in ps}):
+            out.append(_group("all", "regime-stack", f"{reg} / {fw}",
+                              [p for p in ps if framework_group(p) == fw]))
+        for cls in sorted({p.efficiency_class.value for p in ps}):
+            out.append(_group("all", "regime-class", f"{reg} / {cls}",
+                              [p for p in ps if p.efficiency_class.value == cls]))
+    return out
 
 
 def why(p: Prediction, fitted_classes: set | None = None) -> tuple[str, ...]:

@@ -272,6 +272,25 @@ def _framework_efficiency(hw, name: str | None):
     return key, efficiency_for(hw, key)
 
 
+FRAMEWORK_HELP = ("efficiency profile of an inference stack: llama.cpp, gpt-fast, vllm, "
+                  "vllm-legacy, sglang, tensorrt-llm, mlc, exllamav2, mlx, hf-eager "
+                  "(default: the reference llama.cpp-fitted profile of the hardware)")
+
+
+def add_framework_arg(p) -> None:
+    """``--framework``: the stack whose efficiency profile the estimate uses."""
+    p.add_argument("--framework", help=FRAMEWORK_HELP)
+
+
+def with_framework(hw, name: str | None):
+    """``hw`` running under the ``--framework`` stack (its efficiency set to the profile's;
+    None = unchanged). Unknown names are a ConfigError with close matches."""
+    if name is None or hw is None:
+        return hw
+    from dataclasses import replace as _replace
+    return _replace(hw, efficiency=_framework_efficiency(hw, name)[1])
+
+
 # Functions (report, args) -> dict adding keys to `analyze` JSON (energy, cost, ...).
 ANALYZE_HOOKS: list = []
 # Functions (parser) adding options to `analyze`.
@@ -295,9 +314,7 @@ def build_parser() -> _Parser:
     a.add_argument("-o", "--output", metavar="FILE",
                    help="also write the operator rows as CSV to FILE (the reference tool's -o)")
     a.add_argument("--json", metavar="FILE", help="also write the JSON result to FILE")
-    a.add_argument("--framework", help="efficiency profile of an inference stack: llama.cpp, "
-                                       "gpt-fast, vllm, tensorrt-llm, mlc, exllamav2, mlx "
-                                       "(default: the hardware class's generic profile)")
+    add_framework_arg(a)
     add_output_args(a)
     a.set_defaults(func=_cmd_analyze)
     for mod_name in SUBCOMMANDS:

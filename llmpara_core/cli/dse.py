@@ -58,7 +58,8 @@ def _context(args, space):
         raise ConfigError("dse uses the component energy model (no --energy-model/--alpha)")
     if args.price_usd is not None:
         raise ConfigError("--price-usd: the price is a design quantity here (axis 'price')")
-    base = load_hardware(args.hardware_base or space.base_hardware)
+    base = cli.with_framework(load_hardware(args.hardware_base or space.base_hardware),
+                              args.framework)
     return DesignContext(load_model(args.model), cli.precision_from_args(args),
                          cli.workload_from_args(args), base,
                          cli_metrics.settings_from_args(args))
@@ -161,6 +162,7 @@ def register(subparsers) -> None:
     g.add_argument("--preset", help="quick-scan (default), edge-mobile, datacenter-gpu, "
                                     "pim-near-memory, custom")
     g.add_argument("--ranges", help="TOML file with [axes] (format: presets/tables/dse_presets.toml)")
+    cli.add_framework_arg(g)
     g.add_argument("--hardware-base", help="hardware preset giving the class, efficiency and "
                                            "the values of axes not swept")
     g.add_argument("--tdp-price", choices=("derived", "swept"), default="derived",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from .base import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
+from .base import (add_framework_arg, with_framework, add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
                   emit, number_in, positive_int, precision_from_args,
                   workload_from_args)
 from ..errors import ConfigError
@@ -44,6 +44,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "hetero", help="decode on heterogeneous memory tiers (placement, per-tier streaming)")
     add_model_hw_args(p)
+    add_framework_arg(p)
     add_workload_args(p)
     add_precision_args(p)
     p.add_argument("--strategy", choices=STRATEGIES, default="greedy",
@@ -94,7 +95,8 @@ def _sweep_rows(points: tuple[SweepPoint, ...]) -> list[dict]:
 
 def _cmd_hetero(args) -> None:
     from ..presets import load_hardware, load_model
-    model, hw = load_model(args.model), load_hardware(args.hardware)
+    model = load_model(args.model)
+    hw = with_framework(load_hardware(args.hardware), args.framework)
     prec, wl = precision_from_args(args), workload_from_args(args)
     if args.strategy == "pinned" and not args.pin:
         raise ConfigError("--strategy pinned needs at least one --pin SELECTOR=TIER")

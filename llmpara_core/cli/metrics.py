@@ -93,7 +93,7 @@ def _cmd_metrics(args) -> None:
     slugs = ([i.slug for i in list_presets("hardware")] if args.hardware_all
              else list(args.hardware))
     model = load_model(args.model)
-    hws = [load_hardware(s) for s in slugs]
+    hws = [cli.with_framework(load_hardware(s), args.framework) for s in slugs]
     rows = compare_hardware(model, hws, cli.precision_from_args(args),
                             cli.workload_from_args(args), settings_from_args(args))
     out = [asdict(r) for r in rows]
@@ -113,6 +113,7 @@ def register(subparsers) -> None:
     p.add_argument("--hardware", nargs="+", help="hardware preset names or TOML paths")
     p.add_argument("--hardware-all", action="store_true", help="every hardware preset")
     p.add_argument("--list-regions", action="store_true", help="list the grid regions")
+    cli.add_framework_arg(p)
     cli.add_workload_args(p)
     cli.add_precision_args(p)
     add_metrics_args(p)

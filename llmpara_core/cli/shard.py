@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from .base import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
+from .base import (add_framework_arg, with_framework, add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
                   emit, number_in, positive_int, precision_from_args,
                   workload_from_args)
 from ..errors import ConfigError
@@ -51,9 +51,7 @@ def register(subparsers) -> None:
                    help="fraction of communication hidden under compute (default 0)")
     g.add_argument("--no-vocab-parallel", action="store_true",
                    help="keep embedding and LM head whole on every TP rank (gpt-fast)")
-    g.add_argument("--framework",
-                   help="efficiency profile of an inference stack (llama.cpp, gpt-fast, vllm, "
-                        "...; default: the hardware class's generic profile)")
+    add_framework_arg(g)
     s = p.add_argument_group("search / scaling (instead of one plan)")
     s.add_argument("--search", choices=[o.replace("_", "-") for o in OBJECTIVES],
                    help="rank every valid plan that fits by this objective")
@@ -70,22 +68,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=_cmd_shard)
 
 
-def _with_framework(hw, name: str | None):
-    """``hw`` with the efficiency of the named framework profile (None: unchanged)."""
-    if name is None:
-        return hw
-    try:
-        from ..calibration.efficiency import efficiency_for
-    except ImportError:
-        raise ConfigError("--framework needs the efficiency profiles of "
-                          "llmpara_core.calibration, which this build does not have") from None
-    return replace(hw, efficiency=efficiency_for(hw, name))
-
-
 def _cmd_shard(args) -> None:
     from ..presets import load_hardware, load_model
     model, hw = load_model(args.model), load_hardware(args.hardware)
-    hw = _with_framework(hw, args.framework)
+    hw = with_framework(hw, args.framework)
     precision, workload = precision_from_args(args), workload_from_args(args)
     if args.search and args.scaling:
         raise ConfigError("use either --search or --scaling, not both")

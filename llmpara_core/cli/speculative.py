@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from .base import (add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
+from .base import (add_framework_arg, with_framework, add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
                   emit, integer_in, number_in, positive_int, precision_from_args,
                   workload_from_args)
 from ..errors import ConfigError
@@ -35,6 +35,7 @@ def register(subparsers) -> None:
         description="Draft-verify speculative decoding on the core's forward pass. Estimated "
                     "figures at the top level, peak-rate figures under 'ideal' (SI units).")
     add_model_hw_args(p, model_flag="--target")
+    add_framework_arg(p)
     p.add_argument("--draft", help="draft model preset or config.json (needed for --draft-kind "
                                    "model); presets offered first: " + ", ".join(DRAFT_PRESETS))
     p.add_argument("--draft-kind", choices=DRAFT_KINDS, default="model",
@@ -68,7 +69,8 @@ def _draft(args, target):
     from ..presets import load_hardware, load_model
     from ..speculative.engine import head_draft, medusa_draft, model_draft, ngram_draft
     dprec = precision_preset(args.draft_precision) if args.draft_precision else None
-    dhw = load_hardware(args.draft_hardware) if args.draft_hardware else None
+    dhw = (with_framework(load_hardware(args.draft_hardware), args.framework)
+           if args.draft_hardware else None)
     kind = args.draft_kind
     if kind not in ("eagle", "mtp"):
         for flag, value in (("--head-params", args.head_params),
@@ -96,7 +98,8 @@ def run(args) -> None:
     from ..presets import load_hardware, load_model
     from ..speculative.engine import (Setup, Speculation, analyze_speculative, break_even_alpha,
                               optimal_gamma, report_to_dict)
-    target, hw = load_model(args.model), load_hardware(args.hardware)
+    target = load_model(args.model)
+    hw = with_framework(load_hardware(args.hardware), args.framework)
     setup = Setup(target, hw, precision_from_args(args), workload_from_args(args),
                   _draft(args, target))
     spec = Speculation(args.gamma, alpha=args.alpha, acceptance=args.acceptance,

@@ -3,6 +3,7 @@
     llmpara validate                                   # shipped measurements, table
     llmpara validate --data my_runs.csv --format json  # your CSV (same columns)
     llmpara validate --data my_runs.csv --refit        # fit the efficiencies on it first
+    llmpara validate --loo --regime batched            # leave-one-device-out, one regime
 
 Formats: ``table`` prints the error summary, the worst cases with the likely reason and the
 skipped rows; ``json`` one object with the summary, the worst cases, the skipped rows and every
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from .base import add_output_args, emit, positive_int
 from ..errors import ConfigError
-from ..calibration.measurements import MAX_CSV_BYTES
+from ..calibration.measurements import MAX_CSV_BYTES, REGIMES
 
 
 def register(sub) -> None:
@@ -26,6 +27,14 @@ def register(sub) -> None:
     p.add_argument("--refit", action="store_true",
                    help="fit the efficiency model on this data before predicting "
                         "(in-sample errors)")
+    p.add_argument("--loo", action="store_true",
+                   help="leave-one-device-out: predict each device's rows with the model "
+                        "refitted without them (slow: one refit per device)")
+    p.add_argument("--regime", choices=("all",) + REGIMES, default="all",
+                   help="only rows of this regime: batch-1 decode, batched (running or "
+                        "static batch > 1) or prefill (default all)")
+    p.add_argument("--device", action="append", metavar="PRESET",
+                   help="with --loo: hold out only these device presets (repeatable)")
     p.add_argument("--worst", type=positive_int, default=12, help="worst cases to list")
     add_output_args(p)
     p.set_defaults(func=run)
@@ -47,30 +56,49 @@ def _read(path: str | None) -> bytes | None:
 
 def run(args) -> None:
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
-    rows, skipped = validation.read_measurements(_read(args.data))
+    data = _read(args.data)
+    rows, skipped = (validation.read_measurements(data) if data is not None
+                     else validation.read_shipped())
     mapped, skipped = validation.map_all(rows, skipped)
-    if not mapped:
+    in_regime = [r for r in mapped if args.regime in ("all", validation.regime(r))]
+    if not in_regime:
         raise ConfigError(f"no row could be mapped to a scenario ({len(skipped)} skipped; "
                           f"first reason: {skipped[0].reason if skipped else 'none'})")
+    if args.device and not args.loo:
+        raise ConfigError("--device selects the devices held out by --loo; add --loo")
     table = calibration.default_table()
     if args.refit:
         table = fitting.fit_table(mapped, table)
-    preds, bad = validation.predict_all(mapped, table)
+    if args.loo:      # refits see every row; only the regime's devices are held out
+        known = {r.hardware.slug for r in in_regime}
+        bad_dev = [d for d in (args.device or []) if d not in known]
+        if bad_dev:
+            raise ConfigError(f"--device {bad_dev[0]!r} has no {args.regime} rows in this data")
+        preds = fitting.leave_one_device_out(mapped, table, args.device or sorted(known))
+        preds = [p for p in preds if args.regime in ("all", validation.regime(p.row))]
+        bad = []
+    else:
+        preds, bad = validation.predict_all(in_regime, table)
     summary = vs.summarize(preds, skipped + bad, args.worst,
                            fitted_classes=set(fitting.fitted_classes(table)))
     if args.format == "json":
-        emit(vs.summary_dict(summary, preds) | {"refit": bool(args.refit)}, "json")
+        emit(vs.summary_dict(summary, preds) | {"refit": bool(args.refit), "loo": args.loo,
+                                                "regime": args.regime}, "json")
     elif args.format == "csv":
-        emit(None, "csv", [vs.prediction_row(p) for p in preds])
+        emit(None, "csv", [vs.prediction_row(p) | {"regime": validation.regime(p.row)}
+                           for p in preds])
     else:
-        _print_table(summary)
+        _print_table(summary, args.loo)
 
 
-def _print_table(summary) -> None:
+def _print_table(summary, loo: bool = False) -> None:
     out = sys.stdout
     h = summary.headline
+    out.write(("leave-one-device-out: each device predicted by a fit without its rows.\n"
+               if loo else ""))
     out.write(f"{summary.rows} rows predicted, {len(summary.skipped)} skipped. Estimated "
-              f"batch-1 decode tokens/s: median |error| {h.median_abs:.1%} over {h.n} rows.\n"
+              f"batch-1 decode tokens/s: median |error| {_pct(h.median_abs)} over {h.n} "
+              "rows.\n"
               "error = predicted / measured - 1; generic = class values, estimated = with the "
               "row's framework profile.\n\n")
     rows = [{"metric": g.metric, "group": g.group if g.kind == "all" else f"{g.kind}: {g.group}",

@@ -39,6 +39,7 @@ from ..forward import forward_ops
 from ..hardware import Efficiency, Hardware, MemoryTier
 from ..memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from ..model import Model
+from ..operators import OpKind
 from .pareto import hypervolume, pareto_mask
 from ..precision import DType, Precision
 from ..units import (BYTES_PER_GB, FLOPS_PER_TFLOP, G_PER_KG, HOURS_PER_YEAR, J_PER_KWH,
@@ -123,12 +124,32 @@ def _time_bytes(mem_bytes: float, kv_read_bytes: float, kv_read: float) -> float
     return _effective_memory_bytes(mem_bytes, kv_read_bytes, _KVRate(kv_read))
 
 
+def _flop_scales(efficiency, wl: Workload) -> tuple[float, float, float]:
+    """(prefill, decode, attention) factors on the time FLOPs that reproduce the estimated
+    roofline's compute rate with the peak x ``compute`` of every design: the GEMM curve
+    (``Efficiency.compute_at``: a pass with M tokens in flight runs at M / (M + M_half)) and
+    prefill attention FLOPs counted 1 / attention_compute times (``roofline.op_time_s``)."""
+    if efficiency is None:
+        return 1.0, 1.0, 1.0
+    c = efficiency.compute
+    return (c / efficiency.compute_at(wl.batch * max(1, wl.prompt_len)),
+            c / efficiency.compute_at(wl.batch), 1.0 / efficiency.attention_compute)
+
+
+def _time_flops(o, scale: float, attention: float) -> float:
+    return o.flops * o.count * scale * (attention if o.kind is OpKind.ATTENTION else 1.0)
+
+
 def profile(model: Model, precision: Precision, workload: Workload,
-            kv_read: float = 1.0) -> Profile:
+            kv_read: float = 1.0, efficiency=None) -> Profile:
     """Per-operator FLOPs and bytes of the scenario, computed once (see the module docstring).
     ``kv_read``: the efficiency's KV-read factor (the time terms count KV-cache reads as
-    the estimated roofline does; energy counts the bytes themselves)."""
+    the estimated roofline does; energy counts the bytes themselves); ``efficiency`` (when
+    given, its kv_read wins) also scales the time FLOPs (``_flop_scales``)."""
     wl = workload
+    if efficiency is not None:
+        kv_read = efficiency.kv_read
+    pre_sc, dec_sc, att = _flop_scales(efficiency, wl)
     if wl.gen_len < 1:
         raise ConfigError("gen_len is 0: the design space needs output tokens to rank designs")
     logits = wl.prompt_len if wl.logits_all_tokens else 1
@@ -137,10 +158,11 @@ def profile(model: Model, precision: Precision, workload: Workload,
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    entries = [(o.flops * o.count, _time_bytes(o.memory_bytes * o.count,
-                                               o.kv_read_bytes * o.count, kv_read), 0)
+    entries = [(_time_flops(o, pre_sc, att), _time_bytes(o.memory_bytes * o.count,
+                                                         o.kv_read_bytes * o.count, kv_read), 0)
                for o in pre_ops]
-    varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv_read, entries)
+    varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv_read, entries,
+                                                 (dec_sc, 1.0))     # attention: prefill only
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
                                                 wl.flash_attention)))
@@ -156,7 +178,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
                    pre_f + share * dec_f, pre_m + share * dec_m, needed)
 
 
-def _decode_terms(model, precision, wl, lo, hi, kv_read, entries):
+def _decode_terms(model, precision, wl, lo, hi, kv_read, entries, scales=(1.0, 1.0)):
     """Decode operators over contexts lo..hi: context-independent ones appended to
     ``entries`` (times n steps), the others returned as affine (F_a, F_z, M_a, M_z, n);
     plus kernel launches, FLOPs and bytes summed over the steps."""
@@ -170,10 +192,11 @@ def _decode_terms(model, precision, wl, lo, hi, kv_read, entries):
             fa, fz, ma, mz = oa.flops * c, oz.flops * c, oa.memory_bytes * c, oz.memory_bytes * c
             ta = _time_bytes(ma, oa.kv_read_bytes * c, kv_read)
             tz = _time_bytes(mz, oz.kv_read_bytes * c, kv_read)
-            if fa == fz and ta == tz:
-                entries.append((n * fa, n * ta, 1))
+            ga, gz = _time_flops(oa, *scales), _time_flops(oz, *scales)
+            if ga == gz and ta == tz:
+                entries.append((n * ga, n * ta, 1))
             else:
-                varying.append((fa, fz, ta, tz, n))
+                varying.append((ga, gz, ta, tz, n))
             dec_k += n * c
             dec_f += n * (fa + fz) / 2
             dec_m += n * (ma + mz) / 2
@@ -279,7 +302,7 @@ class DesignContext:
         object.__setattr__(self, "settings", s)
         if self.prof is None:
             object.__setattr__(self, "prof", profile(self.model, self.precision, self.workload,
-                                                     getattr(self.efficiency, "kv_read", 1.0)))
+                                                     efficiency=self.efficiency))
 
     @property
     def dtype(self) -> DType:
@@ -336,6 +359,9 @@ class DesignContext:
         pe = peak * FLOPS_PER_TFLOP * eff.compute
         be = bw * BYTES_PER_GB * eff.memory
         pre_s, dec_s = _times(prof, pe, be, eff.kernel_overhead_s)
+        per_pass = eff.pass_overhead_s(prof.batch)       # as analysis.analyze adds it
+        pre_s = pre_s + (per_pass if prof.prompt_len else 0.0)
+        dec_s = dec_s + prof.n_dec * per_pass
         mem_idx, mem_ok = phys.choose_memory(bw, cap, cp)
         mem = cp.memories
         lut = lambda attr: np.array([getattr(m, attr) for m in mem])[mem_idx]   # noqa: E731

@@ -352,10 +352,13 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
     mb = lay.microbatch
     logits = wl.prompt_len if wl.logits_all_tokens else 1
     pre_ops = _device_ops(ctx, s, mb, wl.prompt_len, wl.prompt_len, logits)
-    pre_rows = [_row("prefill", o, ctx.ideal_r, ctx.est_r) for o in pre_ops]
+    dt = ctx.precision.compute_dtype
+    pre_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb * max(1, wl.prompt_len), batch=mb)
+    dec_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb, batch=mb)
+    pre_rows = [_row("prefill", o, ctx.ideal_r, pre_r) for o in pre_ops]
     pre_c = _device_comms(ctx, s, mb, wl.prompt_len, logits, "prefill")
     dec_phase, d_ideal, d_est = integrate_decode(
-        sm, ctx.precision, mb, lo, hi, wl.flash_attention, ctx.ideal_r, ctx.est_r,
+        sm, ctx.precision, mb, lo, hi, wl.flash_attention, ctx.ideal_r, dec_r,
         ops_at=lambda c: _device_ops(ctx, s, mb, 1, c, 1))
     dec_c = _device_comms(ctx, s, mb, 1, 1, "decode")
     n_dec = hi - lo + 1
@@ -369,9 +372,10 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
     return _StagePass(
         Phase("prefill", tuple(pre_rows) + tuple(_comm_row(c) for c in pre_c)),
         Phase("decode", dec_phase.rows + tuple(_comm_row(c) for c in dec_c)),
-        _StageTimes(sum(r.ideal_s for r in pre_rows), sum(r.estimated_s for r in pre_rows),
+        _StageTimes(sum(r.ideal_s for r in pre_rows),
+                    sum(r.estimated_s for r in pre_rows) + pre_r.pass_overhead_s,
                     *_comm_times(pre_c)),
-        _StageTimes(d_ideal / n_dec, d_est / n_dec, *_comm_times(dec_c)),
+        _StageTimes(d_ideal / n_dec, d_est / n_dec + dec_r.pass_overhead_s, *_comm_times(dec_c)),
         tuple(pre_c + dec_c), memory)
 
 

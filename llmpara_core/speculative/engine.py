@@ -258,10 +258,15 @@ class _Engine:
             raise ConfigError("speculative decoding needs at least 2 generated tokens "
                               "(the first comes from prefill)")
         dt, ddt = su.precision.compute_dtype, su.draft_precision.compute_dtype
-        self.r = {True: rates(su.hardware, dt, True, su.efficiency),
+        b = wl.batch
+        self.r = {True: rates(su.hardware, dt, True, su.efficiency, tokens_in_flight=b, batch=b),
                   False: rates(su.hardware, dt, False)}
         deff = su.efficiency if su.same_device else None
-        self.rd = {True: rates(su.draft_hardware, ddt, True, deff),
+        # a draft pass pays the per-sequence cost (inputs prepared per sequence) but not the
+        # scheduler's per-iteration cost, paid once per draft+verify iteration with the verify
+        deff_used = deff or su.draft_hardware.effective_efficiency
+        self.rd = {True: replace(rates(su.draft_hardware, ddt, True, deff, tokens_in_flight=b),
+                                 pass_overhead_s=deff_used.seq_overhead_s * b),
                    False: rates(su.draft_hardware, ddt, False)}
         self._verify: dict[int, _Pass] = {}
         self._draft: _Pass | None = None
@@ -270,7 +275,17 @@ class _Engine:
         self.vanilla = {}
         _, ideal_tot, est_tot = integrate_decode(su.target, su.precision, wl.batch, first, last,
                                                  wl.flash_attention, self.r[False], self.r[True])
-        self.vanilla = {False: ideal_tot, True: est_tot}
+        self.vanilla = {False: ideal_tot,
+                        True: est_tot + self.n_tokens * self.r[True].pass_overhead_s}
+
+    def verify_rates(self, s: int, estimated: bool) -> Rates:
+        """Target rates of a verification pass: batch x ``s`` tokens in flight per GEMM."""
+        if not estimated:
+            return self.r[False]
+        su = self.su
+        b = su.workload.batch
+        return rates(su.hardware, su.precision.compute_dtype, True, su.efficiency,
+                     tokens_in_flight=b * s, batch=b)
 
     def verify(self, s: int) -> _Pass:
         if s not in self._verify:
@@ -310,7 +325,8 @@ class _Engine:
         e = spec.tokens_per_step
         n_steps = self.n_tokens / e
         s = spec.verified_tokens
-        verify = _steps(self.verify(s), self.r[estimated], [self.first + s - 1], e, n_steps)
+        verify = _steps(self.verify(s), self.verify_rates(s, estimated), [self.first + s - 1],
+                        e, n_steps)
         draft = _Sum()
         kind, g = self.su.draft.kind, spec.gamma
         if g and kind in (DraftKind.MODEL, DraftKind.HEAD):
@@ -510,7 +526,7 @@ def _prefill_s(su: Setup) -> dict[bool, tuple[float, float]]:
         d_ops = forward_ops(su.draft.model, su.draft_precision, wl.batch, p, p,
                             wl.flash_attention, 1)
     for est in (True, False):
-        t = _pass_time_s(t_ops, eng.r[est], est)
+        t = _pass_time_s(t_ops, eng.verify_rates(max(1, p), est), est)   # batch x p in flight
         d = _pass_time_s(d_ops, eng.rd[est], est)
         if not p:      # no prefill: the first token takes a decode step
             t = eng.vanilla[est] / eng.n_tokens

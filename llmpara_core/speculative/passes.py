@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..operators import Operator
+from ..operators import OpKind, Operator
 from ..roofline import Rates, effective_memory_bytes, op_time_s
 
 _FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ = range(6)
@@ -151,6 +151,7 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
                             mem0 / r.bytes_per_s, mem1 / r.bytes_per_s, m[:, None])
     out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
                        * r.kernel_overhead_s)
+    out.time_s += float((m * w).sum()) * r.pass_overhead_s          # fixed cost per pass
     tot = ((v0 + v1).sum(axis=2) * (m * w / 2)[:, None]).sum(axis=0)   # per field
     if r.link_bytes_per_s:
         out.time_s += tot[_COMM] / r.link_bytes_per_s
@@ -161,5 +162,6 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
 def _pass_time_s(ops: tuple[Operator, ...], r: Rates, estimated: bool) -> float:
     return sum(op_time_s(o.flops * o.count, o.memory_bytes * o.count,
                          o.count if estimated else 0, r, o.comm_bytes * o.count,
-                         o.kv_read_bytes * o.count) for o in ops)
+                         o.kv_read_bytes * o.count,
+                         o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0) for o in ops)
 

@@ -268,13 +268,15 @@ class HeteroResult:
 
 
 def _rates(hardware: Hardware, precision: Precision, estimated: bool,
-           efficiency: Efficiency | None):
+           efficiency: Efficiency | None, tokens_in_flight: float | None = None,
+           batch: int | None = None):
     """(compute rates, bandwidth per tier, extra seconds per KV-cache byte read per tier).
 
     Estimated: every tier derated by the efficiency's ``memory`` factor, and KV-cache reads
     streamed at its ``kv_read`` fraction of that (as :func:`~llmpara_core.roofline.op_time_s`
     does; 1.0 when the efficiency has no such factor)."""
-    r = rates(hardware, precision.compute_dtype, estimated, efficiency)
+    r = rates(hardware, precision.compute_dtype, estimated, efficiency,
+              tokens_in_flight=tokens_in_flight, batch=batch)
     eff = (efficiency or hardware.effective_efficiency) if estimated else None
     bw = np.array([t.bandwidth_bytes_per_s for t in hardware.tiers])
     if eff is None:
@@ -302,7 +304,8 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
     if unknown_lat and nt > 1:
         notes.append(f"latency unknown for {', '.join(unknown_lat)}: taken as 0")
     ri, bwi, kxi = _rates(hardware, precision, False, None)
-    re_, bwe, kxe = _rates(hardware, precision, True, efficiency)
+    re_, bwe, kxe = _rates(hardware, precision, True, efficiency, b, b)
+    re_pre = _rates(hardware, precision, True, efficiency, b * max(1, wl.prompt_len), b)[0]
     if ri.dtype_used is not precision.compute_dtype:
         notes.append(f"{hardware.name} has no {precision.compute_dtype.value} peak; used its "
                      f"{ri.dtype_used.value} peak")
@@ -367,6 +370,7 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
         for key in ("ideal", "est"):
             tot[key] = sum(_sum_max_affine(u0, u1, v0, v1, n) + n * c
                            for u0, u1, v0, v1, c, n in step_u[key])
+    tot["est"] += steps_eval * re_.pass_overhead_s          # per forward pass (analysis)
     k = steps_eval
     rows = tuple(
         TierOpRow(o.name, o.kind, o.group, o.count, fl / k, tuple(tb / k), tuple(wb / k),
@@ -374,7 +378,7 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
         for o, fl, tb, wb, cs, ms, ti, te, lt in acc.values())
 
     ttft_i, ttft_e = _prefill_time(model, precision, wl, idx, lat, prefetch,
-                                   ((ri, bwi, kxi, False), (re_, bwe, kxe, True)), nt, overlap)
+                                   ((ri, bwi, kxi, False), (re_pre, bwe, kxe, True)), nt, overlap)
     steps = wl.decode_steps
     tier_b = sums["tb"] / k
 
@@ -431,7 +435,7 @@ def _prefill_time(model, precision, wl, idx, lat, prefetch, rate_sets, nt, overl
             w, kv, a, dep, kv_r = _attribute(o, idx, model, tokens, nt)
             tb = w + kv + a
             touched = tb > 0 if not prefetch else dep
-            c = o.flops * o.count / r.flops_per_s
+            c = o.flops * o.count * _attention_factor(o, r) / r.flops_per_s
             m = float((tb / bw).sum() + (kv_r * kx).sum())
             k = _latency(lat, touched) * o.count + (o.count * r.kernel_overhead_s
                                                           if est else 0.0)
@@ -439,8 +443,14 @@ def _prefill_time(model, precision, wl, idx, lat, prefetch, rate_sets, nt, overl
             comp += c
             mem += m
             const += k
-        out.append(total if overlap == "operator" else max(comp, mem) + const)
+        out.append((total if overlap == "operator" else max(comp, mem) + const)
+                   + (r.pass_overhead_s if est else 0.0))
     return out[0], out[1]
+
+
+def _attention_factor(o: Operator, r) -> float:
+    """Attention FLOPs run at ``attention_efficiency`` of the rate (roofline.op_time_s)."""
+    return 1.0 / r.attention_efficiency if o.kind is OpKind.ATTENTION else 1.0
 
 
 def _energy(hardware: Hardware, tier_bytes: np.ndarray, flops: float, tpot_s: float,

@@ -1,0 +1,186 @@
+"""Stack profiles of the efficiency model fitted on measurements
+(:mod:`llmpara_core.calibration.fitting` calls these after the reference-stack fit): scales on
+a stack's batch-1 rows, absolute batched-regime values on its batched rows, GPU-kernel values
+borrowed where the data cannot separate them, and the stacks measured only in the
+tensor-parallel series."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile
+from .fastpath import PRIOR_WEIGHT, features, huber, nelder_mead, weights
+from .measurements import Mapped, metric_value, regime, timings
+
+MIN_FRAMEWORK_ROWS = 2
+# Stacks whose GEMMs use each architecture's newest tensor-core instructions (CUTLASS/cuBLAS
+# Hopper kernels): no legacy_kernel_factor. A fact about the stack, not a fit.
+NATIVE_KERNEL_STACKS = ("tensorrt-llm", "vllm", "vllm-legacy", "sglang")
+MIN_BATCHED_ROWS = 8
+# Batched-row parameters (Efficiency field, start, lower, upper) fitted in log space.
+BATCHED_PARAMS = (("memory", 0.7, 0.2, 0.95), ("compute", 0.6, 0.05, 1.0), ("gemm_half_tokens", 32.0, 1.0, 4096.0),
+                  ("kv_read", 0.7, 0.05, 1.0), ("step_overhead_s", 1e-3, 1e-6, 0.1),
+                  ("seq_overhead_s", 1e-5, 1e-8, 1e-2))
+# Prefill attention of stacks with fused FlashAttention kernels (TensorRT-LLM, vLLM, SGLang)
+# relative to their GEMMs: FlashAttention-2's forward pass reaches up to 73 % of A100's peak
+# (Dao 2023, arXiv:2307.08691) where large GEMMs reach about 90 % -> 0.8. Not fitted: the
+# static-batch rows cannot separate it from the GEMM fraction.
+FUSED_ATTENTION_COMPUTE = 0.8
+# Stacks measured batched only without a known running batch share the GPU kernels of a stack
+# that was (paged attention / FlashDecoding and cuBLAS/CUTLASS GEMMs): the data cannot
+# separate them, so their GPU-side values are copied, their per-pass costs not.
+BORROW_KERNELS = {"vllm": "tensorrt-llm", "sglang": "tensorrt-llm",
+                  "vllm-legacy": "tensorrt-llm"}
+KERNEL_FIELDS = ("memory", "compute", "gemm_half_tokens", "kv_read", "attention_compute")
+OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
+
+
+# ---- stack fit ------------------------------------------------------------------------------
+
+def predictor(row: Mapped):
+    """eff -> predicted value of ``row``: the fast per-operator path for one device, the full
+    core (``parallel.shard_analyze``) for several."""
+    if row.devices == 1:
+        return features(row).predict
+    return lambda eff: metric_value(row.measurement.metric, timings(row, eff)[1], row.workload)
+
+
+def _fit(rows: list[Mapped], effs, x0: np.ndarray, iters: int, prior=None) -> np.ndarray:
+    """x minimising the loss of ``rows`` when ``effs(x)`` gives each row's efficiency."""
+    preds = [predictor(r) for r in rows]
+    meas = np.array([r.measurement.value for r in rows])
+    w = weights(rows)
+
+    def loss(x):
+        pred = np.array([f(e) for f, e in zip(preds, effs(x))])
+        pen = PRIOR_WEIGHT * float(np.sum(np.square(x))) if prior is None else prior(x)
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + pen
+    x = nelder_mead(loss, x0, step=0.3, iters=iters, tol=1e-8)
+    return nelder_mead(loss, x, step=0.1, iters=iters, tol=1e-8)
+
+
+def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
+    return replace(table, frameworks={**table.frameworks, prof.name: prof})
+
+
+def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
+                  kernels: dict | None = None) -> FrameworkProfile:
+    """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows,
+    compute scale on its prefill/TTFT rows, and its batched-regime values on its
+    single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
+    kernel values borrowed from another stack: only the per-pass costs are fitted."""
+    label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
+    prof = FrameworkProfile(name, label, native_kernels=native)
+    decode = [r for r in rows if regime(r) == "batch-1"]
+    other = [r for r in rows if regime(r) == "prefill"]
+    batched = [r for r in rows if regime(r) == "batched" and r.devices == 1]
+    used = 0
+    if len(decode) >= MIN_FRAMEWORK_ROWS:
+        # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale
+        two = len(decode) >= 2 * MIN_FRAMEWORK_ROWS
+
+        def scales(x) -> dict:
+            return {"memory_scale": math.exp(x[0]),
+                    "overhead_scale": math.exp(x[1]) if two else 1.0}
+
+        def effs(x):
+            t = _with(table, replace(prof, **scales(x)))
+            return [t.efficiency_for(r.hardware, name) for r in decode]
+        prof = replace(prof, **scales(_fit(decode, effs, np.zeros(2 if two else 1), 60)))
+        used += len(decode)
+    if len(other) >= MIN_FRAMEWORK_ROWS:
+        def effs(x):
+            t = _with(table, replace(prof, compute_scale=math.exp(x[0])))
+            return [t.efficiency_for(r.hardware, name) for r in other]
+        comp, = _fit(other, effs, np.zeros(1), 40)
+        prof = replace(prof, compute_scale=math.exp(comp))
+        used += len(other)
+    if len(batched) >= MIN_BATCHED_ROWS or (kernels and batched):
+        # borrowed kernels: the per-pass costs; with fewer than MIN_BATCHED_ROWS rows only the
+        # per-sequence cost (one number per row cannot pin two)
+        fields = ((OVERHEAD_FIELDS if len(batched) >= MIN_BATCHED_ROWS else ("seq_overhead_s",))
+                  if kernels else None)
+        prof = replace(prof, absolute={**(kernels or {}), **fit_batched(
+            name, batched, _with(table, replace(prof, absolute=kernels or {})), fields)})
+        used += len(batched)
+    note = "" if used else "too few measurements: reference values"
+    return replace(prof, rows=used, note=note)
+
+
+def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,
+                fields: tuple[str, ...] | None = None) -> dict:
+    """Absolute batched-regime values of stack ``name`` (``BATCHED_PARAMS``, or only
+    ``fields`` of them) on its rows."""
+    params = [p for p in BATCHED_PARAMS if fields is None or p[0] in fields]
+    fixed = {"attention_compute": FUSED_ATTENTION_COMPUTE} if fields is None else {}
+    bases = [replace(table.efficiency_for(r.hardware, name), **fixed) for r in rows]
+    x0 = np.array([math.log(v) for _, v, _, _ in params])
+
+    def unpack(x) -> dict:
+        return {f: float(min(hi, max(lo, math.exp(v)))) for (f, _, lo, hi), v in zip(params, x)}
+
+    def effs(x):
+        vals = unpack(x)
+        return [replace(b, **vals) for b in bases]
+    return {**unpack(_fit(rows, effs, x0, 500, prior=lambda x: 0.0)), **fixed}
+
+
+# Stacks fitted on the tensor-parallel series (presets/tables/tp_measurements.toml) because
+# no other rows measure them: weight-streaming fraction and per-kernel cost (no CUDA graphs:
+# every launch is paid, and it does not shrink as TP divides the work).
+TP_FIT_FIELDS = (("memory", 0.6, 0.2, 0.95), ("kernel_overhead_s", 5e-6, 1e-7, 1e-3))
+
+
+def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
+    """Profiles of the stacks named by the tensor-parallel setups that have no profile fitted
+    on other rows: ``TP_FIT_FIELDS`` on their rows' end-to-end tokens/s."""
+    from ..parallel.measurements import load_tp_measurements, predict_row
+    tp = load_tp_measurements()
+    out = {}
+    for name in sorted({s.efficiency_profile for s in tp.setups.values()} - {""}):
+        if fws.get(name) is not None and fws[name].rows:
+            continue
+        rows = [r for r in tp.rows if tp.setups[r.setup].efficiency_profile == name]
+        meas = np.array([r.decode_tokens_per_s for r in rows])
+        base = {k: replace(v.hardware, efficiency=None) for k, v in tp.setups.items()}
+
+        def unpack(x) -> dict:
+            return {f: float(min(hi, max(lo, math.exp(v))))
+                    for (f, _, lo, hi), v in zip(TP_FIT_FIELDS, x)}
+
+        def loss(x):
+            prof = FrameworkProfile(name, FRAMEWORKS[name][0], absolute=unpack(x))
+            t = _with(table, prof)
+            setups = {k: replace(v, hardware=replace(base[k], efficiency=t.efficiency_for(
+                base[k], name))) for k, v in tp.setups.items()}
+            tt = replace(tp, setups=setups)
+            pred = np.array([predict_row(tt, r) for r in rows])
+            return float(np.mean(huber(np.log(pred / meas))))
+        x0 = np.array([math.log(v) for _, v, _, _ in TP_FIT_FIELDS])
+        x = nelder_mead(loss, x0, step=0.5, iters=120, tol=1e-9)
+        out[name] = FrameworkProfile(name, FRAMEWORKS[name][0], rows=len(rows),
+                                     absolute=unpack(x),
+                                     note="fitted on the tensor-parallel series "
+                                          "(tp_measurements): end-to-end tokens/s")
+    return out
+
+
+def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],
+              table: EfficiencyTable) -> FrameworkProfile:
+    """Stack ``name`` with the GPU-kernel values of ``donor`` (see ``BORROW_KERNELS``), its own
+    scales where it has batch-1 rows and its own per-pass costs where it has batched rows."""
+    d = fws.get(donor)
+    kernels = {k: v for k, v in (d.absolute if d else {}).items() if k in KERNEL_FIELDS}
+    own = fit_framework(name, rows, table, kernels or None) if rows else FrameworkProfile(
+        name, FRAMEWORKS[name][0], native_kernels=name in NATIVE_KERNEL_STACKS)
+    if not kernels:
+        return own
+    return replace(own, absolute={**kernels, **own.absolute},
+                   note=f"GPU kernels (memory, compute, gemm_half_tokens, kv_read) as {donor}: "
+                        "the data cannot separate them from its per-pass costs; "
+                        f"{own.note}".rstrip("; "))
+
+

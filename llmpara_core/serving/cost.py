@@ -15,9 +15,9 @@ iteration is then a few dot products: per operator max(FLOPs / F, bytes / B) as 
 ``roofline.op_time_s``, plus kernel launches, plus the TP/PP collectives of the sharding engine
 (affine in T and L), pipeline stages combined as ``parallel.evaluation._pipeline``.
 
-``IterationCost.rates_for`` is the ONE place the attainable rates of an iteration come from
-(``roofline.rates``); it receives the iteration's tokens in flight, batch and mean context so a
-load-dependent efficiency model can be wired there.
+``IterationCost.rates_for`` is the ONE place the load-dependent rates of an iteration come from:
+the efficiency model's GEMM fraction at the iteration's tokens in flight and its per-pass cost
+for the iteration's batch (``roofline.rates`` with ``tokens_in_flight`` / ``batch``, for arrays).
 
 Limitations (first order): MLA models use the absorbed attention form for every token
 (prefill chunks included, which overstates their attention FLOPs); DP is modelled as separate
@@ -34,12 +34,12 @@ from ..errors import ConfigError
 from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
-from ..operators import causal_pairs, keys_touched
+from ..operators import OpKind, causal_pairs, keys_touched
 from ..parallel.collectives import Net
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import Precision
-from ..roofline import Rates, rates
+from ..roofline import rates
 from ..workload import Workload
 
 # (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
@@ -57,6 +57,7 @@ class _Stage:
     flops: np.ndarray          # (features, ops) FLOPs
     mem: np.ndarray            # bytes moved (all kinds)
     kv_read: np.ndarray        # of which KV-cache reads
+    attention: np.ndarray      # (features, ops) attention FLOPs (run at attention_efficiency)
     kernels: float             # kernel launches per pass
     comm: np.ndarray           # (3,) collective time [s] = c0 + cT T + cL L (estimated)
     energy: np.ndarray         # (4, features): FLOPs, weight, KV, activation bytes
@@ -86,15 +87,23 @@ class IterationCost:
                          rates(hw, precision.compute_dtype, estimated=False),
                          rates(hw, precision.compute_dtype, estimated=True))
         self.stages = tuple(self._fit_stage(s) for s in range(len(stage_models)))
+        self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r
 
     # ---- the one rates hook ------------------------------------------------------------------
-    def rates_for(self, tokens, batch, context) -> Rates:
-        """Attainable rates of an iteration with ``tokens`` new tokens of ``batch`` sequences at
-        mean ``context`` (scalars or arrays). Today: ``roofline.rates`` of the hardware's
-        (framework's) efficiency, independent of the load; the v2 efficiency model's keywords
-        (tokens in flight, batch, context) go here."""
-        return self._rates
+    def rates_for(self, tokens, batch) -> tuple[np.ndarray, np.ndarray]:
+        """(attainable FLOP/s, fixed cost per pass [s]) of iterations with ``tokens`` new tokens
+        of ``batch`` sequences (arrays): ``roofline.rates``' GEMM curve over the tokens in
+        flight (``Efficiency.compute_at``) and per-pass cost (``Efficiency.pass_overhead_s``),
+        written for arrays. Bandwidth, KV-read and attention efficiency do not depend on the
+        load and come from ``self._rates``."""
+        eff, r = self._eff, self._rates
+        m = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+        peak = r.flops_per_s / eff.compute            # the data type's dense peak
+        frac = (eff.compute * m / (m + eff.gemm_half_tokens) if eff.gemm_half_tokens > 0
+                else np.full_like(m, eff.compute))
+        per_pass = eff.step_overhead_s + eff.seq_overhead_s * np.asarray(batch, dtype=float)
+        return peak * frac, per_pass
 
     # ---- fitting -----------------------------------------------------------------------------
     def feature_row(self, b: int, s: int, c: int) -> list[float]:
@@ -109,7 +118,7 @@ class IterationCost:
     def _fit_stage(self, s: int) -> _Stage:
         ctx = self._ctx
         X = np.array([self.feature_row(*p) for p in _FIT_POINTS])
-        cols = {k: [] for k in ("flops", "mem", "kv", "w", "kvall", "act")}
+        cols = {k: [] for k in ("flops", "att", "mem", "kv", "w", "kvall", "act")}
         names = None
         for b, n, c in _FIT_POINTS:
             ops = _device_ops(ctx, s, b, n, c, 1)
@@ -120,6 +129,8 @@ class IterationCost:
                 raise ConfigError(f"{self.model.name}: operators change with the batch mix; "
                                   f"the serving simulator cannot model it")
             cols["flops"].append([o.flops * o.count for o in ops])
+            cols["att"].append([o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0
+                                for o in ops])
             cols["mem"].append([o.memory_bytes * o.count for o in ops])
             cols["kv"].append([o.kv_read_bytes * o.count for o in ops])
             cols["w"].append([o.weight_bytes * o.count for o in ops])
@@ -128,7 +139,7 @@ class IterationCost:
         coef = {k: _affine_fit(X, np.array(v), self.model.name) for k, v in cols.items()}
         energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
                            coef["act"].sum(1)])
-        return _Stage(coef["flops"], coef["mem"], coef["kv"], kernels,
+        return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["att"], kernels,
                       self._fit_comm(s), energy)
 
     def _fit_comm(self, s: int) -> np.ndarray:
@@ -163,12 +174,16 @@ class IterationCost:
     def _stage_times(self, st: _Stage, F: np.ndarray, n_seqs) -> np.ndarray:
         """Time [s] of one stage for feature rows ``F``: per operator max(FLOPs / F, bytes / B)
         (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
-        r = self.rates_for(F[:, 1], n_seqs, F[:, 4] / np.maximum(n_seqs, 1))
+        r = self._rates
+        flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
         mem = F @ st.mem
         if r.kv_read_efficiency != 1.0:
             mem += (F @ st.kv_read) * (1.0 / r.kv_read_efficiency - 1.0)
-        comp = np.maximum((F @ st.flops) / r.flops_per_s, mem / r.bytes_per_s).sum(1) \
-            + st.kernels * r.kernel_overhead_s
+        flops = F @ st.flops
+        if r.attention_efficiency != 1.0:
+            flops += (F @ st.attention) * (1.0 / r.attention_efficiency - 1.0)
+        comp = np.maximum(flops / flops_per_s[:, None], mem / r.bytes_per_s).sum(1) \
+            + st.kernels * r.kernel_overhead_s + per_pass
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
         return comp + comm - np.minimum(self.plan.overlap * comm, comp)
 

@@ -124,3 +124,33 @@ def test_hypervolume_grows_when_a_non_dominated_point_is_added():
     for p in z[pareto_mask(z)]:
         covered |= (p <= u).all(axis=1)
     assert more == pytest.approx(covered.mean() * 1.1 ** 3, rel=0.02)
+
+
+# ---- the grid pre-filter (exact: it only drops dominated points) ------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(tied, wide))
+def test_grid_prefilter_keeps_the_whole_front_and_drops_only_dominated_points(f):
+    from llmpara_core.dse.pareto import _exact_front, _grid_prefilter
+    if f.shape[1] < 2:
+        return
+    naive = pareto_mask_naive(f)
+    keep = _grid_prefilter(f, min_points=1)
+    kept = np.zeros(len(f), dtype=bool)
+    kept[keep] = True
+    assert kept[naive].all()                          # no front point is dropped
+    exact = np.zeros(len(f), dtype=bool)
+    exact[keep[_exact_front(f[keep])]] = True
+    assert np.array_equal(exact, naive)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_large_skewed_cloud_front_equals_the_front_without_the_prefilter(k):
+    from llmpara_core.dse.pareto import _exact_front
+    rng = np.random.default_rng(10 + k)
+    f = np.exp(rng.normal(0, 3, (30_000, k)))        # log-normal: heavily skewed columns
+    f[:50, 0] = np.inf                                # infinities and ties in the cloud
+    f[50:100] = f[100:150]
+    want = np.zeros(len(f), dtype=bool)
+    want[_exact_front(f)] = True
+    assert np.array_equal(pareto_mask(f), want)

@@ -82,10 +82,13 @@ def run(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tup
         from llmpara_core.dse.nsga import run_nsga
         res = run_nsga(ctx, space, objs, pop, gens, seed, progress=tick)
         out = _summarise(res.evaluation, res.front, {"hv": res.hv, "history": res.history})
-    else:
+    else:       # the core keeps the front, the counts and a CLOUD_MAX sample, not every design
         res = dse.explore(ctx, space, method, n if method != "grid" else None, seed, objs,
-                          with_hypervolume=len(objs) <= 3, progress=tick)
-        out = _summarise(res.evaluation, res.front, {"hv": res.hypervolume, "history": ()})
+                          with_hypervolume=len(objs) <= 3, progress=tick, keep_sample=CLOUD_MAX)
+        ev = res.evaluation
+        out = {"n": res.points_evaluated, "feasible": res.feasible_count,
+               "counts": res.infeasible_counts(), "front": ev.take(res.front),
+               "cloud": ev.take(res.sample), "hv": res.hypervolume, "history": ()}
     if bar:
         bar.empty()
     cache[key] = out

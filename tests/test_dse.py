@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmpara_core import dse
-from llmpara_core.dse import evaluation as dse_evaluation
+from llmpara_core.dse import profile as dse_profile
 from llmpara_core.dse import nsga as dse_nsga, physics as dse_physics, space as dse_space
 from llmpara_core.analysis import _sum_max_affine, analyze
 from llmpara_core.metrics.cost import MetricsSettings, scenario_metrics
@@ -107,7 +107,7 @@ def test_design_objectives_equal_analyze_and_scenario_metrics(case, space):
 @given(st.lists(st.floats(0, 1e3), min_size=4, max_size=4), st.integers(1, 5000))
 def test_vectorised_affine_max_sum_equals_the_scalar_one(v, n):
     u0, u1, v0, v1 = v
-    got = dse_evaluation._sum_max_affine(np.array([u0]), np.array([u1]), np.array([v0]), np.array([v1]), n)
+    got = dse_profile._sum_max_affine(np.array([u0]), np.array([u1]), np.array([v0]), np.array([v1]), n)
     assert got[0] == pytest.approx(_sum_max_affine(u0, u1, v0, v1, n), rel=1e-12, abs=1e-300)
 
 

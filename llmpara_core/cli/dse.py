@@ -72,7 +72,7 @@ def _point(ev, i) -> dict:
 
 
 def _cmd_dse(args) -> None:
-    from ..dse import evaluation as dse
+    from ..dse.run import explore, summarise
     space = _space(args)
     ctx = _context(args, space)
     method = args.method or ("grid" if args.samples is None else "random")
@@ -80,26 +80,26 @@ def _cmd_dse(args) -> None:
         raise ConfigError(f"--method {method} needs --samples N")
     if args.nsga:
         from ..dse.nsga import run_nsga
-        res = run_nsga(ctx, space, args.objectives, args.population, args.generations,
-                       args.seed)
-        ev, front, objs = res.evaluation, res.front, res.objectives
-        extra = {"nsga": {"population": res.population, "generations": res.generations,
-                          "history": [vars(g) for g in res.history]},
-                 "hypervolume": _hv_dict(res.hv), "method": "nsga2"}
-    else:
-        res = dse.explore(ctx, space, method, args.samples, args.seed, args.objectives,
-                          with_hypervolume=args.hypervolume)
-        ev, front, objs = res.evaluation, res.front, res.objectives
+        nsga = run_nsga(ctx, space, args.objectives, args.population, args.generations,
+                        args.seed)
+        res = summarise(nsga.evaluation, nsga.objectives, space, "nsga2", args.seed)
+        extra = {"nsga": {"population": nsga.population, "generations": nsga.generations,
+                          "history": [vars(g) for g in nsga.history]},
+                 "hypervolume": _hv_dict(nsga.hv), "method": "nsga2"}
+    else:       # keeps the front and the best designs only, not every design
+        res = explore(ctx, space, method, args.samples, args.seed, args.objectives,
+                      with_hypervolume=args.hypervolume, keep_sample=0)
         extra = {"method": method, "hypervolume": _hv_dict(res.hypervolume)}
+    ev, front, objs = res.evaluation, res.front, res.objectives
     rows = [_point(ev, i) for i in front[:args.front_limit or None]]
     if args.format != "json":
         keys = _TABLE_KEYS if args.format == "table" else tuple(rows[0]) if rows else ()
         cli.emit(None, args.format, [{k: r[k] for k in keys} for r in rows])
         if args.format == "table":
-            print(f"{ev.n} designs evaluated, {int(ev.feasible.sum())} feasible, "
+            print(f"{res.points_evaluated} designs evaluated, {res.feasible_count} feasible, "
                   f"{len(front)} on the front of {', '.join(objs)}")
         return
-    out = _summary(ctx, space, ev, front, objs, args)
+    out = _summary(ctx, space, res, args)
     out.update(extra)
     out["pareto"] = rows
     if args.sensitivity:
@@ -107,27 +107,17 @@ def _cmd_dse(args) -> None:
     cli.emit(out, "json")
 
 
-def _summary(ctx, space, ev, front, objs, args) -> dict:
-    import numpy as np
-
-    from ..dse import evaluation as dse, physics as dse_physics
-    feas = ev.feasible
-    idx = np.flatnonzero(feas)
-    best = {}
-    for o in objs if len(idx) else ():
-        sub = ev[o][idx]
-        best[o] = _point(ev, idx[sub.argmax() if dse.OBJECTIVES[o].sense == "max"
-                                 else sub.argmin()])
-    counts = {name: int(((ev.reasons & bit) != 0).sum()) for bit, name in
-              dse_physics.REASONS.items()}
+def _summary(ctx, space, res, args) -> dict:
+    from ..dse import evaluation as dse
+    best = {o: _point(res.evaluation, res.best[o]) for o in res.objectives if o in res.best}
     return {"model": ctx.model.name, "base_hardware": ctx.base.name,
             "hardware_class": ctx.base.hw_class.value, "space": space.to_dict(),
             "derived": [k for k in ("tdp", "price") if space.axis(k) is None
                         and k not in dict(space.fixed)],
-            "seed": args.seed, "points_evaluated": int(ev.n), "feasible": int(feas.sum()),
-            "infeasible": counts,
-            "objectives": [vars(dse.OBJECTIVES[o]) for o in objs],
-            "pareto_size": len(front), "best": best,
+            "seed": args.seed, "points_evaluated": res.points_evaluated,
+            "feasible": res.feasible_count, "infeasible": res.infeasible_counts(),
+            "objectives": [vars(dse.OBJECTIVES[o]) for o in res.objectives],
+            "pareto_size": len(res.front), "best": best,
             "assumptions": list(ctx.physics.notes)}
 
 

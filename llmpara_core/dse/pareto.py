@@ -114,6 +114,17 @@ def pareto_mask(points, senses: Sequence[str] | None = None) -> np.ndarray:
     return out
 
 
+def front_candidates(points, senses: Sequence[str] | None = None) -> np.ndarray:
+    """Sorted indices of a superset of the non-dominated rows of ``points``: the rows the
+    grid pre-filter cannot prove dominated (every row of a cloud smaller than
+    ``PREFILTER_MIN_POINTS``). The front of a union of clouds is the front of the union of
+    their candidates."""
+    f = to_minimisation(points, senses)
+    if len(f) < PREFILTER_MIN_POINTS or f.shape[1] < 2:
+        return np.arange(len(f))
+    return _grid_prefilter(f)
+
+
 def _exact_front(f: np.ndarray) -> np.ndarray:
     """Indices of the non-dominated rows of the minimisation array ``f`` (k >= 2)."""
     n, k = f.shape

@@ -281,3 +281,31 @@ def test_nsga_finds_a_feasible_front_with_a_fixed_reference_point(llama):
     expected_ref = nadir + 0.1 * (nadir - ideal)       # in each objective's own direction
     assert np.allclose(a.hv.reference_point, expected_ref)
     assert a.history[-1].hypervolume > 0
+
+
+# ---- the fast paths of the evaluation equal their plain forms ---------------------------------
+
+def test_count_at_or_below_equals_searchsorted():
+    rng = np.random.default_rng(4)
+    vals = np.sort(np.exp(rng.normal(3, 3, 31)))
+    for spread in (0.5, 4.0, 40.0):
+        x = np.exp(rng.normal(3, spread, 20_000))
+        x[:31], x[31:62], x[62:93] = vals, np.nextafter(vals, 0), np.nextafter(vals, np.inf)
+        want = np.searchsorted(vals, x, side="right")
+        assert np.array_equal(dse_profile.count_at_or_below(vals, x), want)
+    for odd in ([0.0, 1.0], [-1.0, 5.0], [1.0, np.inf], [np.nan, 1.0]):
+        x = np.array(odd)
+        assert np.array_equal(dse_profile.count_at_or_below(vals, x),
+                              np.searchsorted(vals, x, side="right"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(1e-3, 1e6), min_size=4, max_size=4), st.integers(1, 5000),
+       st.lists(st.floats(1e-2, 1e4), min_size=2, max_size=40))
+def test_affine_max_sum_over_designs_equals_the_plain_vectorised_form(v, n, peaks):
+    fa, fz, ma, mz = v
+    pe = np.array(peaks)
+    be = pe[::-1].copy()
+    got = dse_profile._sum_max_affine_designs(fa, fz, ma, mz, n, 1 / pe, 1 / be, pe / be)
+    want = dse_profile._sum_max_affine(fa / pe, fz / pe, ma / be, mz / be, n)
+    assert np.allclose(got, want, rtol=1e-9, atol=0)

@@ -183,66 +183,83 @@ class DesignContext:
 
     def _evaluate_chunk(self, d: dict, tdp_swept: bool, price_swept: bool):
         cp, eff, prof, dt = self.physics, self.efficiency, self.prof, self.dtype
-        peak, bw, cap, sram = d["peak"], d["bw"], d["cap"], d["sram"]
-        pe = peak * FLOPS_PER_TFLOP * eff.compute
-        be = bw * BYTES_PER_GB * eff.memory
+        peak, bw, cap, sram = (np.ascontiguousarray(d[k], dtype=float)
+                               for k in ("peak", "bw", "cap", "sram"))
+        pe = peak * (FLOPS_PER_TFLOP * eff.compute)
+        be = bw * (BYTES_PER_GB * eff.memory)
         pre_s, dec_s = times(prof, pe, be, eff.kernel_overhead_s)
         mem_idx, mem_ok = phys.choose_memory(bw, cap, cp)
-        mem = cp.memories
-        lut = lambda attr: np.array([getattr(m, attr) for m in mem])[mem_idx]   # noqa: E731
+        lut = lambda attr: np.array([getattr(m, attr) for m in cp.memories])[mem_idx]  # noqa: E731
         e_mem = lut("j_per_byte")
         area = phys.die_area_mm2(peak, sram, dt, cp)
         die_yield = phys.die_yield(area)
         die_usd = phys.die_cost_usd(area, die_yield)
         mem_usd = cap * lut("usd_per_gb")
         cost_floor = die_usd + mem_usd
-        price = d["price"] if price_swept else cp.markup * cost_floor
+        price = np.ascontiguousarray(d["price"], dtype=float) if price_swept else cp.markup * cost_floor
         need_w = phys.required_tdp_w(pe, be, e_mem, cp, dt)
-        tdp = d["tdp"] if tdp_swept else need_w
-        emb = phys.die_kgco2e(area, die_yield) + cap * lut("kgco2e_per_gb") + cp.package_kgco2e
+        tdp = np.ascontiguousarray(d["tdp"], dtype=float) if tdp_swept else need_w
+        emb = phys.die_kgco2e(area, die_yield)
+        emb += cap * lut("kgco2e_per_gb")
+        emb += cp.package_kgco2e
         cols = {"peak_tflops": peak, "bw_gbps": bw, "cap_gb": cap, "sram_mb": sram,
                 "tdp_w": tdp, "price_usd": price, "area_mm2": area, "die_usd": die_usd,
                 "memory_usd": mem_usd, "tdp_required_w": need_w, "embodied_kgco2e": emb,
                 "memory_index": mem_idx}
         cols.update(self._metrics(pre_s, dec_s, pe, be, e_mem, tdp, price, emb, cap))
-        reasons = np.zeros(len(area), dtype=np.uint8)
-        reasons |= np.where(cols["memory_headroom"] < 0, phys.REASON_MEMORY, 0).astype(np.uint8)
-        reasons |= np.where(area > phys.die_constants().reticle_mm2, phys.REASON_AREA, 0
-                            ).astype(np.uint8)
-        reasons |= np.where(mem_ok, 0, phys.REASON_BANDWIDTH).astype(np.uint8)
+        reasons = np.where(cols["memory_headroom"] < 0, np.uint8(phys.REASON_MEMORY),
+                           np.uint8(0))
+        reasons[area > phys.die_constants().reticle_mm2] |= phys.REASON_AREA
+        reasons[~mem_ok] |= phys.REASON_BANDWIDTH
         if tdp_swept:
-            reasons |= np.where(tdp < need_w * (1 - 1e-12), phys.REASON_POWER, 0).astype(np.uint8)
+            reasons[tdp < need_w * (1 - 1e-12)] |= phys.REASON_POWER
         if price_swept:
-            reasons |= np.where(price < cost_floor, phys.REASON_PRICE, 0).astype(np.uint8)
-        return {k: np.ascontiguousarray(v, dtype=float) if k != "memory_index" else v
-                for k, v in cols.items()}, reasons
+            reasons[price < cost_floor] |= phys.REASON_PRICE
+        return cols, reasons
 
     def _metrics(self, pre_s, dec_s, pe, be, e_mem, tdp, price, emb, cap) -> dict:
-        """Timing, energy (energy_params calibration + component model), TCO and carbon."""
+        """Timing, energy (energy_params calibration + component model), TCO and carbon;
+        scalar factors folded and array passes done in place (the formulas are those of
+        ``energy``, ``cost.tco`` and ``carbon``, rearranged: equal to 1e-15 relative)."""
         cp, prof, s = self.physics, self.prof, self.settings
-        tpot = dec_s / prof.n_dec
+        tpot = dec_s
+        tpot *= 1.0 / prof.n_dec
         ttft = pre_s if prof.prompt_len else tpot
-        total_s = pre_s + prof.steps * tpot
+        total_s = tpot * float(prof.steps)
+        total_s += pre_s
         idle = tdp * cp.idle_fraction_of_tdp
         static = idle + cp.active_increment_w
-        budget = tdp - static - e_mem * be
+        budget = tdp - static
+        budget -= e_mem * be
         e_flop = np.where(budget > 0, budget / pe, cp.class_flop_j(self.dtype))
-        total_j = e_flop * prof.flops_total + e_mem * prof.bytes_total + static * total_s
-        out = prof.output_tokens
-        j_tok, s_tok = total_j / out, total_s / out
+        total_j = e_flop
+        total_j *= prof.flops_total
+        total_j += e_mem * prof.bytes_total
+        total_j += static * total_s
+        avg_w = total_j / total_s
+        per_out = 1.0 / prof.output_tokens
+        j_tok, s_tok = total_j * per_out, total_s * per_out
         u, pue = s.utilisation, s.pue
         idle_share = (1 - u) / u if s.include_idle else 0.0
         hours = s.lifetime_years * HOURS_PER_YEAR
-        elec = s.usd_per_kwh * pue * (total_j / total_s + idle * idle_share) / W_PER_KW
-        usd_mtok = (price / (hours * u) + elec) * s_tok / S_PER_HOUR * TOKENS_PER_MILLION
-        ci = grid_region(s.region).gco2e_per_kwh
-        op_g = (j_tok + idle * s_tok * idle_share) * pue / J_PER_KWH * ci
-        emb_g = G_PER_KG * emb * s_tok / (hours * S_PER_HOUR * u)
+        kw = s.usd_per_kwh * pue / W_PER_KW
+        usd_mtok = price * (1.0 / (hours * u))      # capital per hour + electricity per hour
+        usd_mtok += avg_w * kw
+        if idle_share:
+            usd_mtok += idle * (kw * idle_share)
+        usd_mtok *= s_tok
+        usd_mtok *= TOKENS_PER_MILLION / S_PER_HOUR
+        g_per_j = pue / J_PER_KWH * grid_region(s.region).gco2e_per_kwh * TOKENS_PER_MILLION
+        co2 = idle * s_tok
+        co2 *= idle_share
+        co2 += j_tok
+        co2 *= g_per_j
+        co2 += emb * s_tok * (G_PER_KG * TOKENS_PER_MILLION / (hours * S_PER_HOUR * u))
+        headroom = (prof.needed_bytes / BYTES_PER_GB) / cap
+        np.subtract(1.0, headroom, out=headroom)
         return {"tokens_per_s": prof.batch / tpot, "ttft_s": ttft, "tpot_s": tpot,
                 "e2e_s": total_s, "j_per_token": j_tok, "usd_per_mtok": usd_mtok,
-                "gco2e_per_mtok": (op_g + emb_g) * TOKENS_PER_MILLION,
-                "avg_power_w": total_j / total_s,
-                "memory_headroom": 1.0 - prof.needed_bytes / (cap * BYTES_PER_GB)}
+                "gco2e_per_mtok": co2, "avg_power_w": avg_w, "memory_headroom": headroom}
 
     def hardware(self, point: dict) -> Hardware:
         """The design as a ``Hardware`` that ``analysis.analyze`` and ``cost.scenario_metrics``

@@ -64,11 +64,13 @@ def _context(args, space):
                          cli_metrics.settings_from_args(args))
 
 
+def _points(ev, rows) -> list[dict]:
+    return [{**{k: p[k] for k in _POINT_KEYS}, "infeasible_reasons": p["infeasible_reasons"]}
+            for p in ev.points(rows)]
+
+
 def _point(ev, i) -> dict:
-    p = ev.point(int(i))
-    out = {k: p[k] for k in _POINT_KEYS}
-    out["infeasible_reasons"] = p["infeasible_reasons"]
-    return out
+    return _points(ev, [i])[0]
 
 
 def _cmd_dse(args) -> None:
@@ -91,7 +93,7 @@ def _cmd_dse(args) -> None:
                       with_hypervolume=args.hypervolume, keep_sample=0)
         extra = {"method": method, "hypervolume": _hv_dict(res.hypervolume)}
     ev, front, objs = res.evaluation, res.front, res.objectives
-    rows = [_point(ev, i) for i in front[:args.front_limit or None]]
+    rows = _points(ev, front[:args.front_limit or None])
     if args.format != "json":
         keys = _TABLE_KEYS if args.format == "table" else tuple(rows[0]) if rows else ()
         cli.emit(None, args.format, [{k: r[k] for k in keys} for r in rows])

@@ -100,11 +100,24 @@ class Evaluation:
 
     def point(self, i: int) -> dict:
         """One design as plain numbers (display units), its memory and infeasibility."""
-        d = {k: float(v[i]) for k, v in self.columns.items() if k != "memory_index"}
-        d["memory"] = self.memory_names[int(self.columns["memory_index"][i])]
-        d["feasible"] = bool(self.reasons[i] == 0)
-        d["infeasible_reasons"] = phys.reason_names(self.reasons[i])
-        return d
+        return self.points([i])[0]
+
+    def points(self, rows) -> list[dict]:
+        """``point`` of each of ``rows``, converting each column once (a front of thousands
+        of designs)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        cols = {k: v[rows].astype(float).tolist() for k, v in self.columns.items()
+                if k != "memory_index"}
+        mem = self.columns["memory_index"][rows].tolist()
+        reasons = self.reasons[rows].tolist()
+        out = []
+        for j, r in enumerate(reasons):
+            d = {k: v[j] for k, v in cols.items()}
+            d["memory"] = self.memory_names[mem[j]]
+            d["feasible"] = r == 0
+            d["infeasible_reasons"] = phys.reason_names(r)
+            out.append(d)
+        return out
 
 
 @dataclass(frozen=True)

@@ -143,10 +143,10 @@ def _grid_prefilter(f: np.ndarray, min_points: int = PREFILTER_MIN_POINTS) -> np
     (see the module docstring): a superset of the front, refitted while it removes at least a
     quarter of the points."""
     keep = np.arange(len(f))
-    for _ in range(_PREFILTER_ROUNDS):
+    for r in range(_PREFILTER_ROUNDS):
         if len(keep) < min_points:
             break
-        alive = ~_grid_dominated(f[keep])
+        alive = ~_grid_dominated(f if r == 0 else f[keep])
         dropped = len(keep) - int(np.count_nonzero(alive))
         keep = keep[alive]
         if dropped * 4 < len(alive) + dropped:
@@ -192,7 +192,7 @@ def _bin(x: np.ndarray, bins: int) -> np.ndarray:
     of equal widths over the finite range, then histogram equalisation (a fine cell's bin
     = bins x the share of values in lower fine cells), so the bins hold similar counts
     however skewed the values are."""
-    fin = x[np.isfinite(x)]
+    fin = x if np.isfinite(x).all() else x[np.isfinite(x)]
     if len(fin) == 0:
         return np.zeros(len(x), dtype=np.intp)
     lo, hi = float(fin.min()), float(fin.max())

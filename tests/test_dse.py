@@ -349,3 +349,9 @@ def test_a_run_that_keeps_every_design_is_the_evaluation(llama):
     assert res.evaluation.n == 5000 and np.array_equal(res.design_index, np.arange(5000))
     assert all(np.array_equal(ev[k], res.evaluation[k]) for k in ev.columns)
     assert np.array_equal(res.front, dse.pareto_front(ev, dse.DEFAULT_OBJECTIVES))
+
+
+def test_points_equal_point_by_point(llama):
+    ev = llama.evaluate(dse_space.sample(SWEPT, "random", 300, seed=5))
+    rows = [0, 7, 299, 7]
+    assert ev.points(rows) == [ev.point(i) for i in rows]

@@ -100,7 +100,11 @@ class Evaluation:
 
     def point(self, i: int) -> dict:
         """One design as plain numbers (display units), its memory and infeasibility."""
-        return self.points([i])[0]
+        d = {k: float(v[i]) for k, v in self.columns.items() if k != "memory_index"}
+        d["memory"] = self.memory_names[int(self.columns["memory_index"][i])]
+        d["feasible"] = bool(self.reasons[i] == 0)
+        d["infeasible_reasons"] = phys.reason_names(self.reasons[i])
+        return d
 
     def points(self, rows) -> list[dict]:
         """``point`` of each of ``rows``, converting each column once (a front of thousands

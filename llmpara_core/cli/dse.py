@@ -14,6 +14,7 @@ preset's lists (then they are constraints). JSON: ``{"points_evaluated", "feasib
 from __future__ import annotations
 
 import argparse
+import sys
 
 from . import base as cli, metrics as cli_metrics
 from ..errors import ConfigError
@@ -106,7 +107,35 @@ def _cmd_dse(args) -> None:
     out["pareto"] = rows
     if args.sensitivity:
         out["sensitivity"] = _sensitivity(ctx, ev, front)
-    cli.emit(out, "json")
+    sys.stdout.write(_json_text(out) + "\n")
+
+
+_ROWS_MARK = "__llmpara_dse_pareto_rows__"
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_text(out: dict) -> str:
+    """``cli.emit(out, "json")``'s text exactly (``json.dumps(indent=2, allow_nan=False,
+    default=str)``), with the Pareto rows encoded in one call of json's C encoder (an item
+    separator holding the indentation; rows are flat dicts, so "},<newline>{" only occurs
+    between rows) instead of its pure-Python indenting generator: ~5x faster for a front of
+    thousands of designs."""
+    import json
+    opts = dict(allow_nan=False, default=str)
+    text = json.dumps({**out, "pareto": _ROWS_MARK}, indent=2, **opts)
+    rows = out["pareto"]
+    flat = all(r and type(r) is dict and all(
+        type(v) in _SCALARS or (type(v) in (list, tuple, dict) and not v) for v in r.values())
+        for r in rows)
+    if not rows:
+        body = "[]"
+    elif flat:
+        body = json.dumps(rows, separators=(",\n      ", ": "), **opts)
+        body = ("[\n    {\n      " + body[2:-2].replace("},\n      {", "\n    },\n    {\n      ")
+                + "\n    }\n  ]")
+    else:
+        body = json.dumps(rows, indent=2, **opts).replace("\n", "\n  ")
+    return text.replace(json.dumps(_ROWS_MARK), body, 1)
 
 
 def _summary(ctx, space, res, args) -> dict:

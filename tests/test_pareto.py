@@ -131,7 +131,8 @@ def test_hypervolume_grows_when_a_non_dominated_point_is_added():
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(tied, wide))
 def test_grid_prefilter_keeps_the_whole_front_and_drops_only_dominated_points(f):
-    from llmpara_core.dse.pareto import _exact_front, _grid_prefilter
+    from llmpara_core.dse.pareto import _exact_front
+    from llmpara_core.dse.prefilter import grid_prefilter as _grid_prefilter
     if f.shape[1] < 2:
         return
     naive = pareto_mask_naive(f)

@@ -7,8 +7,10 @@ Without ``--samples`` the preset's full grid is evaluated (every value of every 
 N random (default) or Latin-hypercube designs in the axes' ranges. TDP and price are derived
 from the design by the coupled power and cost models unless ``--tdp-price swept`` keeps the
 preset's lists (then they are constraints). JSON: ``{"points_evaluated", "feasible",
-"infeasible", "pareto_size", "pareto": [...], "best", ...}``. The import path is kept lean
-(numpy and the core only) so that a million designs fit in about a second.
+"infeasible", "pareto_size", "pareto": [...], "best", ...}`` -- the front, never every design.
+The run streams the designs (``dse.run.explore`` keeps the front, the counts and the best
+designs) and the import path is kept lean (numpy and the core only, this subcommand's module
+alone): a million designs take about 0.4 s and 80 MB for the whole process.
 """
 
 from __future__ import annotations

@@ -206,7 +206,8 @@ class DesignContext:
         be = bw * (BYTES_PER_GB * eff.memory)
         pre_s, dec_s = times(prof, pe, be, eff.kernel_overhead_s)
         mem_idx, mem_ok = phys.choose_memory(bw, cap, cp)
-        lut = lambda attr: np.array([getattr(m, attr) for m in cp.memories])[mem_idx]  # noqa: E731
+        rows = mem_idx.astype(np.intp)
+        lut = lambda attr: np.array([getattr(m, attr) for m in cp.memories]).take(rows)  # noqa: E731
         e_mem = lut("j_per_byte")
         area = phys.die_area_mm2(peak, sram, dt, cp)
         die_yield = phys.die_yield(area)
@@ -224,14 +225,15 @@ class DesignContext:
                 "memory_usd": mem_usd, "tdp_required_w": need_w, "embodied_kgco2e": emb,
                 "memory_index": mem_idx}
         cols.update(self._metrics(pre_s, dec_s, pe, be, e_mem, tdp, price, emb, cap))
-        reasons = np.where(cols["memory_headroom"] < 0, np.uint8(phys.REASON_MEMORY),
-                           np.uint8(0))
-        reasons[area > phys.die_constants().reticle_mm2] |= phys.REASON_AREA
-        reasons[~mem_ok] |= phys.REASON_BANDWIDTH
+        reasons = np.zeros(len(area), dtype=np.uint8)
+        flag = lambda bit, mask: np.bitwise_or(reasons, bit, out=reasons, where=mask)  # noqa: E731
+        flag(phys.REASON_MEMORY, cols["memory_headroom"] < 0)
+        flag(phys.REASON_AREA, area > phys.die_constants().reticle_mm2)
+        flag(phys.REASON_BANDWIDTH, ~mem_ok)
         if tdp_swept:
-            reasons[tdp < need_w * (1 - 1e-12)] |= phys.REASON_POWER
+            flag(phys.REASON_POWER, tdp < need_w * (1 - 1e-12))
         if price_swept:
-            reasons[price < cost_floor] |= phys.REASON_PRICE
+            flag(phys.REASON_PRICE, price < cost_floor)
         return cols, reasons
 
     def _metrics(self, pre_s, dec_s, pe, be, e_mem, tdp, price, emb, cap) -> dict:
@@ -248,7 +250,8 @@ class DesignContext:
         static = idle + cp.active_increment_w
         budget = tdp - static
         budget -= e_mem * be
-        e_flop = np.where(budget > 0, budget / pe, cp.class_flop_j(self.dtype))
+        e_flop = np.full(len(budget), cp.class_flop_j(self.dtype))
+        np.divide(budget, pe, out=e_flop, where=budget > 0)
         total_j = e_flop
         total_j *= prof.flops_total
         total_j += e_mem * prof.bytes_total

@@ -91,6 +91,8 @@ def sample_rows(n: int, m: int) -> np.ndarray:
     """A seeded uniform sample of ``m`` of ``n`` designs, sorted (all of them when n <= m)."""
     if n <= m:
         return np.arange(n)
+    if m <= 0:
+        return np.zeros(0, dtype=np.intp)
     return np.sort(np.random.default_rng(SAMPLE_SEED).choice(n, int(m), replace=False))
 
 

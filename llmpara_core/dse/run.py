@@ -142,7 +142,7 @@ class _Reduction:
                 self.lo[j] = min(self.lo[j], fin.min())
                 self.hi[j] = max(self.hi[j], fin.max())
 
-    def _front(self) -> tuple[np.ndarray, Evaluation]:
+    def _front(self) -> tuple[np.ndarray, Evaluation | None]:
         """(design indices of the front sorted best first by the first objective, the
         candidates' evaluation)."""
         if not self.cands:

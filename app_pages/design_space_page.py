@@ -88,10 +88,13 @@ def run(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tup
         # every design NSGA-II evaluated (initial population + each generation's offspring),
         # not only the final population the summary holds
         out["evaluated"] = res.history[-1].evaluations if res.history else out["n"]
-    else:
+    else:       # the core keeps the front, the counts and a CLOUD_MAX sample, not every design
         res = dse.explore(ctx, space, method, n if method != "grid" else None, seed, objs,
-                          with_hypervolume=len(objs) <= 3, progress=tick)
-        out = _summarise(res.evaluation, res.front, {"hv": res.hypervolume, "history": ()})
+                          with_hypervolume=len(objs) <= 3, progress=tick, keep_sample=CLOUD_MAX)
+        ev = res.evaluation
+        out = {"n": res.points_evaluated, "feasible": res.feasible_count,
+               "counts": res.infeasible_counts(), "front": ev.take(res.front),
+               "cloud": ev.take(res.sample), "hv": res.hypervolume, "history": ()}
         out["evaluated"] = out["n"]
     if bar:
         bar.empty()

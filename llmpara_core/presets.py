@@ -37,14 +37,24 @@ def normalize(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _catalogue(kind: str) -> tuple[PresetInfo, ...]:
-    infos = []
-    for path in sorted((PRESET_DIR / kind).glob("*.toml")):
-        data = _read_toml(path)
-        cat = data.get("family") if kind == "models" else data.get("class")
-        infos.append(PresetInfo(path.stem, str(data.get("name", path.stem)),
-                                tuple(data.get("aliases", ())), path, str(cat or ""),
-                                bool(data.get("draft", False))))
-    return tuple(infos)
+    return tuple(_info(kind, path) for path in sorted((PRESET_DIR / kind).glob("*.toml")))
+
+
+@functools.lru_cache(maxsize=None)
+def _info(kind: str, path: Path) -> PresetInfo:
+    data = _read_toml(path)
+    cat = data.get("family") if kind == "models" else data.get("class")
+    return PresetInfo(path.stem, str(data.get("name", path.stem)),
+                      tuple(data.get("aliases", ())), path, str(cat or ""),
+                      bool(data.get("draft", False)))
+
+
+@functools.lru_cache(maxsize=None)
+def _stems(kind: str) -> dict[str, Path]:
+    """Normalised file name -> preset file, without reading any file (a name that is a
+    preset's slug is found without parsing the whole catalogue; names and aliases are
+    unique across presets, tests/test_hardware_io.py and tests/test_hf_import.py)."""
+    return {normalize(p.stem): p for p in sorted((PRESET_DIR / kind).glob("*.toml"))}
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,8 +79,8 @@ def find_preset(kind: str, name: str) -> PresetInfo:
     matches otherwise."""
     if not isinstance(name, str) or not name.strip():
         raise PresetNotFoundError(f"empty {kind[:-1] if kind.endswith('s') else kind} name")
-    idx = _index(kind)
-    info = idx.get(normalize(name))
+    path = _stems(kind).get(normalize(name))
+    info = _info(kind, path) if path is not None else _index(kind).get(normalize(name))
     if info is None:
         names = [i.name for i in _catalogue(kind)]
         hint = did_you_mean(name, names, cutoff=0.4)
@@ -92,15 +102,15 @@ def _looks_like_path(s: str) -> bool:
 @functools.lru_cache(maxsize=256)
 def _load_model_preset(slug: str) -> Model:
     from .hf_import import model_from_preset_dict
-    info = next(i for i in _catalogue("models") if i.slug == slug)
-    return model_from_preset_dict(_read_toml(info.path), str(info.path.name))
+    path = PRESET_DIR / "models" / f"{slug}.toml"
+    return model_from_preset_dict(_read_toml(path), path.name)
 
 
 @functools.lru_cache(maxsize=256)
 def _load_hardware_preset(slug: str) -> Hardware:
     from .hardware_io import hardware_from_dict
-    info = next(i for i in _catalogue("hardware") if i.slug == slug)
-    return hardware_from_dict(_read_toml(info.path), str(info.path.name), slug=slug)
+    path = PRESET_DIR / "hardware" / f"{slug}.toml"
+    return hardware_from_dict(_read_toml(path), path.name, slug=slug)
 
 
 def load_model(name_or_path: str) -> Model:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmpara_core import dse
-from llmpara_core.dse import evaluation as dse_evaluation
+from llmpara_core.dse import evaluation as dse_evaluation, profile as dse_profile, run as dse_run
 from llmpara_core.dse import nsga as dse_nsga, physics as dse_physics, space as dse_space
 from llmpara_core.analysis import _sum_max_affine, analyze
 from llmpara_core.metrics.cost import MetricsSettings, scenario_metrics
@@ -107,7 +107,7 @@ def test_design_objectives_equal_analyze_and_scenario_metrics(case, space):
 @given(st.lists(st.floats(0, 1e3), min_size=4, max_size=4), st.integers(1, 5000))
 def test_vectorised_affine_max_sum_equals_the_scalar_one(v, n):
     u0, u1, v0, v1 = v
-    got = dse_evaluation._sum_max_affine(np.array([u0]), np.array([u1]), np.array([v0]), np.array([v1]), n)
+    got = dse_profile._sum_max_affine(np.array([u0]), np.array([u1]), np.array([v0]), np.array([v1]), n)
     assert got[0] == pytest.approx(_sum_max_affine(u0, u1, v0, v1, n), rel=1e-12, abs=1e-300)
 
 
@@ -281,3 +281,77 @@ def test_nsga_finds_a_feasible_front_with_a_fixed_reference_point(llama):
     expected_ref = nadir + 0.1 * (nadir - ideal)       # in each objective's own direction
     assert np.allclose(a.hv.reference_point, expected_ref)
     assert a.history[-1].hypervolume > 0
+
+
+# ---- the fast paths of the evaluation equal their plain forms ---------------------------------
+
+def test_count_at_or_below_equals_searchsorted():
+    rng = np.random.default_rng(4)
+    vals = np.sort(np.exp(rng.normal(3, 3, 31)))
+    for spread in (0.5, 4.0, 40.0):
+        x = np.exp(rng.normal(3, spread, 20_000))
+        x[:31], x[31:62], x[62:93] = vals, np.nextafter(vals, 0), np.nextafter(vals, np.inf)
+        want = np.searchsorted(vals, x, side="right")
+        assert np.array_equal(dse_profile.count_at_or_below(vals, x), want)
+    for odd in ([0.0, 1.0], [-1.0, 5.0], [1.0, np.inf], [np.nan, 1.0]):
+        x = np.array(odd)
+        assert np.array_equal(dse_profile.count_at_or_below(vals, x),
+                              np.searchsorted(vals, x, side="right"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(1e-3, 1e6), min_size=4, max_size=4), st.integers(1, 5000),
+       st.lists(st.floats(1e-2, 1e4), min_size=2, max_size=40))
+def test_affine_max_sum_over_designs_equals_the_plain_vectorised_form(v, n, peaks):
+    fa, fz, ma, mz = v
+    pe = np.array(peaks)
+    be = pe[::-1].copy()
+    got = dse_profile._sum_max_affine_designs(fa, fz, ma, mz, n, 1 / pe, 1 / be, pe / be)
+    want = dse_profile._sum_max_affine(fa / pe, fz / pe, ma / be, mz / be, n)
+    assert np.allclose(got, want, rtol=1e-9, atol=0)
+
+
+# ---- a run keeps only the front, the counts and a sample: the same as all designs at once ------
+
+@pytest.mark.parametrize("objs", [("tokens_per_s", "usd_per_mtok"),
+                                  ("tokens_per_s", "usd_per_mtok", "j_per_token"),
+                                  ("ttft_s", "gco2e_per_mtok", "memory_headroom", "price_usd")])
+@pytest.mark.parametrize("chunk", [997, 4096, 1 << 15])
+def test_front_of_chunk_candidates_equals_the_front_of_all_designs(llama, objs, chunk,
+                                                                   monkeypatch):
+    design = dse_space.sample(SWEPT, "lhs", 30_000, seed=9)
+    whole = llama.evaluate(design)                       # every design in memory
+    want = dse.pareto_front(whole, objs)
+    monkeypatch.setattr(dse_evaluation, "CHUNK_POINTS", chunk)
+    res = dse.explore(llama, SWEPT, "lhs", 30_000, seed=9, objectives=objs, keep_sample=500)
+    assert res.points_evaluated == 30_000 and res.evaluation.n < 30_000
+    assert np.array_equal(res.design_index[res.front], want)          # same designs, order
+    for k, col in whole.columns.items():                               # and the same numbers
+        assert np.array_equal(res.evaluation[k][res.front], col[want])
+    feas = whole.feasible
+    assert res.feasible_count == int(feas.sum())
+    assert res.infeasible_counts() == {name: int(np.count_nonzero(whole.reasons & bit))
+                                       for bit, name in dse_physics.REASONS.items()}
+    for o in objs:                                        # best = first argbest of all designs
+        col = np.where(feas, whole[o], -np.inf if dse.OBJECTIVES[o].sense == "max" else np.inf)
+        best = col.argmax() if dse.OBJECTIVES[o].sense == "max" else col.argmin()
+        assert res.design_index[res.best[o]] == best
+    assert np.array_equal(res.bounds[0], dse_evaluation._bounds(whole, objs)[0])
+    assert np.array_equal(res.bounds[1], dse_evaluation._bounds(whole, objs)[1])
+    cloud = dse_run.sample_rows(30_000, 500)
+    assert np.array_equal(res.design_index[res.sample], cloud)
+    assert np.array_equal(res.evaluation["bw_gbps"][res.sample], whole["bw_gbps"][cloud])
+
+
+def test_a_run_that_keeps_every_design_is_the_evaluation(llama):
+    res = dse.explore(llama, WIDE, "random", 5000, seed=3)
+    ev = llama.evaluate(dse_space.sample(WIDE, "random", 5000, seed=3))
+    assert res.evaluation.n == 5000 and np.array_equal(res.design_index, np.arange(5000))
+    assert all(np.array_equal(ev[k], res.evaluation[k]) for k in ev.columns)
+    assert np.array_equal(res.front, dse.pareto_front(ev, dse.DEFAULT_OBJECTIVES))
+
+
+def test_points_equal_point_by_point(llama):
+    ev = llama.evaluate(dse_space.sample(SWEPT, "random", 300, seed=5))
+    rows = [0, 7, 299, 7]
+    assert ev.points(rows) == [ev.point(i) for i in rows]

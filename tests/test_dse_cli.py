@@ -114,3 +114,18 @@ def test_cli_import_path_is_lean():
                        timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_json_text_is_json_dumps_exactly():
+    from llmpara_core.cli.dse import _json_text
+    code, out, err = run("dse", "--model", "llama-3-8b", "--samples", "2000", "--seed", "2",
+                         "--sensitivity", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert out == json.dumps(d, indent=2, allow_nan=False, default=str) + "\n"
+    rows = d["pareto"]
+    odd = [{"x": 1.5, "e": {}}, {"e": {}, "y": []}, {"s": "},\n      {", "u": "é\"\\"},
+           {"nested": [1, {"a": None}]}, {}]
+    for pareto in ([], rows[:1], rows, rows[:2] + odd, odd[:3]):
+        case = {**d, "pareto": pareto}
+        assert _json_text(case) == json.dumps(case, indent=2, allow_nan=False, default=str)

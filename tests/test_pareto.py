@@ -124,3 +124,55 @@ def test_hypervolume_grows_when_a_non_dominated_point_is_added():
     for p in z[pareto_mask(z)]:
         covered |= (p <= u).all(axis=1)
     assert more == pytest.approx(covered.mean() * 1.1 ** 3, rel=0.02)
+
+
+# ---- the grid pre-filter (exact: it only drops dominated points) ------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(tied, wide))
+def test_grid_prefilter_keeps_the_whole_front_and_drops_only_dominated_points(f):
+    from llmpara_core.dse.pareto import _exact_front
+    from llmpara_core.dse.prefilter import grid_prefilter as _grid_prefilter
+    if f.shape[1] < 2:
+        return
+    naive = pareto_mask_naive(f)
+    keep = _grid_prefilter(f, min_points=1)
+    kept = np.zeros(len(f), dtype=bool)
+    kept[keep] = True
+    assert kept[naive].all()                          # no front point is dropped
+    exact = np.zeros(len(f), dtype=bool)
+    exact[keep[_exact_front(f[keep])]] = True
+    assert np.array_equal(exact, naive)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_large_skewed_cloud_front_equals_the_front_without_the_prefilter(k):
+    from llmpara_core.dse.pareto import _exact_front
+    rng = np.random.default_rng(10 + k)
+    f = np.exp(rng.normal(0, 3, (30_000, k)))        # log-normal: heavily skewed columns
+    f[:50, 0] = np.inf                                # infinities and ties in the cloud
+    f[50:100] = f[100:150]
+    want = np.zeros(len(f), dtype=bool)
+    want[_exact_front(f)] = True
+    assert np.array_equal(pareto_mask(f), want)
+
+
+def _hv3_by_slices(z, ref):
+    """3-D hypervolume the slow obvious way: slabs between third-objective values, each
+    with the 2-D hypervolume of the points at or below it."""
+    from llmpara_core.dse.pareto import _hv2
+    levels = np.unique(z[:, 2])
+    total = 0.0
+    for i, level in enumerate(levels):
+        top = levels[i + 1] if i + 1 < len(levels) else ref
+        total += _hv2(z[z[:, 2] <= level][:, :2], ref, ref) * (top - level)
+    return total
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 50), st.just(3)),
+              elements=st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(0, 1)))
+def test_3d_hypervolume_sweep_equals_slices(z):
+    from llmpara_core.dse.pareto import _hv3
+    z = np.unique(z[pareto_mask(z)], axis=0)
+    assert _hv3(z, 1.1) == pytest.approx(_hv3_by_slices(z, 1.1), rel=1e-12, abs=1e-15)

@@ -297,7 +297,10 @@ ANALYZE_HOOKS: list = []
 ANALYZE_ARG_HOOKS: list = []
 
 
-def build_parser() -> _Parser:
+def build_parser(command: str | None = None) -> _Parser:
+    """The whole parser; with ``command`` naming an analysis's own subcommand (a module of
+    ``SUBCOMMANDS``), only that module is imported and registered: the other analyses'
+    imports would cost a large share of a short run (``llmpara dse`` starts in ~0.1 s)."""
     p = _Parser(prog="llmpara", description="First-order LLM inference performance model")
     p.add_argument("--version", action="version", version=f"llmpara {__version__}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True)
@@ -317,7 +320,7 @@ def build_parser() -> _Parser:
     add_framework_arg(a)
     add_output_args(a)
     a.set_defaults(func=_cmd_analyze)
-    for mod_name in SUBCOMMANDS:
+    for mod_name in [command] if command in SUBCOMMANDS else SUBCOMMANDS:
         importlib.import_module(f".{mod_name}", __package__).register(sub)
     for hook in ANALYZE_ARG_HOOKS:
         hook(a)
@@ -326,8 +329,9 @@ def build_parser() -> _Parser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
-        args = parser.parse_args(old_tool_argv(sys.argv[1:] if argv is None else list(argv)))
+        words = old_tool_argv(sys.argv[1:] if argv is None else list(argv))
+        parser = build_parser(next((w for w in words if not w.startswith("-")), None))
+        args = parser.parse_args(words)
         args.func(args)
         return 0
     except UsageError as e:

@@ -7,13 +7,16 @@ Without ``--samples`` the preset's full grid is evaluated (every value of every 
 N random (default) or Latin-hypercube designs in the axes' ranges. TDP and price are derived
 from the design by the coupled power and cost models unless ``--tdp-price swept`` keeps the
 preset's lists (then they are constraints). JSON: ``{"points_evaluated", "feasible",
-"infeasible", "pareto_size", "pareto": [...], "best", ...}``. The import path is kept lean
-(numpy and the core only) so that a million designs fit in about a second.
+"infeasible", "pareto_size", "pareto": [...], "best", ...}`` -- the front, never every design.
+The run streams the designs (``dse.run.explore`` keeps the front, the counts and the best
+designs) and the import path is kept lean (numpy and the core only, this subcommand's module
+alone): a million designs take about 0.4 s and 80 MB for the whole process.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from . import base as cli, metrics as cli_metrics
 from ..errors import ConfigError
@@ -65,15 +68,17 @@ def _context(args, space):
                          cli_metrics.settings_from_args(args))
 
 
+def _points(ev, rows) -> list[dict]:
+    return [{**{k: p[k] for k in _POINT_KEYS}, "infeasible_reasons": p["infeasible_reasons"]}
+            for p in ev.points(rows)]
+
+
 def _point(ev, i) -> dict:
-    p = ev.point(int(i))
-    out = {k: p[k] for k in _POINT_KEYS}
-    out["infeasible_reasons"] = p["infeasible_reasons"]
-    return out
+    return _points(ev, [i])[0]
 
 
 def _cmd_dse(args) -> None:
-    from ..dse import evaluation as dse
+    from ..dse.run import explore, summarise
     space = _space(args)
     ctx = _context(args, space)
     method = args.method or ("grid" if args.samples is None else "random")
@@ -81,54 +86,72 @@ def _cmd_dse(args) -> None:
         raise ConfigError(f"--method {method} needs --samples N")
     if args.nsga:
         from ..dse.nsga import run_nsga
-        res = run_nsga(ctx, space, args.objectives, args.population, args.generations,
-                       args.seed)
-        ev, front, objs = res.evaluation, res.front, res.objectives
-        extra = {"nsga": {"population": res.population, "generations": res.generations,
-                          "history": [vars(g) for g in res.history]},
-                 "hypervolume": _hv_dict(res.hv), "method": "nsga2"}
-    else:
-        res = dse.explore(ctx, space, method, args.samples, args.seed, args.objectives,
-                          with_hypervolume=args.hypervolume)
-        ev, front, objs = res.evaluation, res.front, res.objectives
+        nsga = run_nsga(ctx, space, args.objectives, args.population, args.generations,
+                        args.seed)
+        res = summarise(nsga.evaluation, nsga.objectives, space, "nsga2", args.seed)
+        extra = {"nsga": {"population": nsga.population, "generations": nsga.generations,
+                          "history": [vars(g) for g in nsga.history]},
+                 "hypervolume": _hv_dict(nsga.hv), "method": "nsga2"}
+    else:       # keeps the front and the best designs only, not every design
+        res = explore(ctx, space, method, args.samples, args.seed, args.objectives,
+                      with_hypervolume=args.hypervolume, keep_sample=0)
         extra = {"method": method, "hypervolume": _hv_dict(res.hypervolume)}
-    rows = [_point(ev, i) for i in front[:args.front_limit or None]]
+    ev, front, objs = res.evaluation, res.front, res.objectives
+    rows = _points(ev, front[:args.front_limit or None])
     if args.format != "json":
         keys = _TABLE_KEYS if args.format == "table" else tuple(rows[0]) if rows else ()
         cli.emit(None, args.format, [{k: r[k] for k in keys} for r in rows])
         if args.format == "table":
-            print(f"{ev.n} designs evaluated, {int(ev.feasible.sum())} feasible, "
+            print(f"{res.points_evaluated} designs evaluated, {res.feasible_count} feasible, "
                   f"{len(front)} on the front of {', '.join(objs)}")
         return
-    out = _summary(ctx, space, ev, front, objs, args)
+    out = _summary(ctx, space, res, args)
     out.update(extra)
     out["pareto"] = rows
     if args.sensitivity:
         out["sensitivity"] = _sensitivity(ctx, ev, front)
-    cli.emit(out, "json")
+    sys.stdout.write(_json_text(out) + "\n")
 
 
-def _summary(ctx, space, ev, front, objs, args) -> dict:
-    import numpy as np
+_ROWS_MARK = "__llmpara_dse_pareto_rows__"
+_SCALARS = (str, int, float, bool, type(None))
 
-    from ..dse import evaluation as dse, physics as dse_physics
-    feas = ev.feasible
-    idx = np.flatnonzero(feas)
-    best = {}
-    for o in objs if len(idx) else ():
-        sub = ev[o][idx]
-        best[o] = _point(ev, idx[sub.argmax() if dse.OBJECTIVES[o].sense == "max"
-                                 else sub.argmin()])
-    counts = {name: int(((ev.reasons & bit) != 0).sum()) for bit, name in
-              dse_physics.REASONS.items()}
+
+def _json_text(out: dict) -> str:
+    """``cli.emit(out, "json")``'s text exactly (``json.dumps(indent=2, allow_nan=False,
+    default=str)``), with the Pareto rows encoded in one call of json's C encoder (an item
+    separator holding the indentation; rows are flat dicts, so "},<newline>{" only occurs
+    between rows) instead of its pure-Python indenting generator: ~5x faster for a front of
+    thousands of designs."""
+    import json
+    opts = dict(allow_nan=False, default=str)
+    text = json.dumps({**out, "pareto": _ROWS_MARK}, indent=2, **opts)
+    rows = out["pareto"]
+    flat = all(r and type(r) is dict and all(
+        type(v) in _SCALARS or (type(v) in (list, tuple, dict) and not v) for v in r.values())
+        for r in rows)
+    if not rows:
+        body = "[]"
+    elif flat:
+        body = json.dumps(rows, separators=(",\n      ", ": "), **opts)
+        body = ("[\n    {\n      " + body[2:-2].replace("},\n      {", "\n    },\n    {\n      ")
+                + "\n    }\n  ]")
+    else:
+        body = json.dumps(rows, indent=2, **opts).replace("\n", "\n  ")
+    return text.replace(json.dumps(_ROWS_MARK), body, 1)
+
+
+def _summary(ctx, space, res, args) -> dict:
+    from ..dse import evaluation as dse
+    best = {o: _point(res.evaluation, res.best[o]) for o in res.objectives if o in res.best}
     return {"model": ctx.model.name, "base_hardware": ctx.base.name,
             "hardware_class": ctx.base.hw_class.value, "space": space.to_dict(),
             "derived": [k for k in ("tdp", "price") if space.axis(k) is None
                         and k not in dict(space.fixed)],
-            "seed": args.seed, "points_evaluated": int(ev.n), "feasible": int(feas.sum()),
-            "infeasible": counts,
-            "objectives": [vars(dse.OBJECTIVES[o]) for o in objs],
-            "pareto_size": len(front), "best": best,
+            "seed": args.seed, "points_evaluated": res.points_evaluated,
+            "feasible": res.feasible_count, "infeasible": res.infeasible_counts(),
+            "objectives": [vars(dse.OBJECTIVES[o]) for o in res.objectives],
+            "pareto_size": len(res.front), "best": best,
             "assumptions": list(ctx.physics.notes)}
 
 

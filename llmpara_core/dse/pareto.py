@@ -20,9 +20,15 @@ Algorithms:
 * two objectives -- the sweep stops once it has scanned n log2 n points, then the survivors
   are sorted by (f0, f1) and the running minimum of f1 is swept: O(n log n) even when every
   point is on the front;
+* a *grid pre-filter* first, on large clouds (``prefilter.grid_prefilter``): O(n), it drops
+  only dominated points and leaves a few thousand of a million designs for the exact steps;
 * ``pareto_mask_naive`` is the obvious O(n^2) double loop, kept for the property tests.
 
-The reference tool used the O(n^2) scan for everything (about 6 s for 3,200 points).
+The reference tool used the O(n^2) scan for everything (about 6 s for 3,200 points); here the
+3-objective front of 487,000 feasible designs takes ~0.06 s.
+
+Hypervolume: exact for two objectives (sweep) and three (a staircase sweep along the third
+objective, ~O(n log n)), pymoo's for four, otherwise seeded Monte-Carlo (``hypervolume``).
 
 References
 ----------
@@ -34,6 +40,7 @@ K. Deb et al., "A fast and elitist multiobjective genetic algorithm: NSGA-II", I
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -41,11 +48,12 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from .prefilter import PREFILTER_MIN_POINTS, grid_prefilter as _grid_prefilter
 
 SENSES = ("min", "max")
 _CHUNK_ELEMENTS = 4_000_000     # bound on (pivots or samples x points) compared at once
 _MAX_BLOCK = 256                # most pivots taken in one pass of the sweep
-_HV_EXACT_3D_MAX = 3000          # slicing HV in 3-D is O(n^2 log n)
+_HV_EXACT_3D_MAX = 100_000       # the 3-D staircase sweep is ~O(n log n)
 _HV_EXACT_4D_MAX = 1500          # pymoo's exact HV above this gets slow
 
 
@@ -98,20 +106,34 @@ def pareto_mask(points, senses: Sequence[str] | None = None) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     if k == 1:
         return f[:, 0] == f[:, 0].min()
+    keep = _grid_prefilter(f) if n >= PREFILTER_MIN_POINTS else np.arange(n)
+    out = np.zeros(n, dtype=bool)
+    out[keep[_exact_front(f[keep])]] = True
+    return out
+
+
+def front_candidates(points, senses: Sequence[str] | None = None) -> np.ndarray:
+    """Sorted indices of a superset of the non-dominated rows of ``points``: the rows the
+    grid pre-filter cannot prove dominated (every row of a cloud smaller than
+    ``PREFILTER_MIN_POINTS``). The front of a union of clouds is the front of the union of
+    their candidates."""
+    f = to_minimisation(points, senses)
+    if len(f) < PREFILTER_MIN_POINTS or f.shape[1] < 2:
+        return np.arange(len(f))
+    return _grid_prefilter(f, min_points=PREFILTER_MIN_POINTS // 4)   # fewer to carry
+
+
+def _exact_front(f: np.ndarray) -> np.ndarray:
+    """Indices of the non-dominated rows of the minimisation array ``f`` (k >= 2)."""
+    n, k = f.shape
     cols = [np.ascontiguousarray(f[:, j]) for j in range(k)]
     score = _score(f)
     if k == 2:
         pivots, rest = _sweep(cols, score, max_work=n * max(1.0, math.log2(n)))
         cand = np.concatenate([pivots, rest])
-        out = np.zeros(n, dtype=bool)
-        out[cand[_front_2d(f[cand])]] = True
-        return out
+        return cand[_front_2d(f[cand])]
     pivots, _ = _sweep(cols, score)
-    out = np.zeros(n, dtype=bool)
-    out[_drop_tied_dominated(pivots, cols, score)] = True
-    return out
-
-
+    return _drop_tied_dominated(pivots, cols, score)
 
 
 def pareto_mask_naive(points, senses: Sequence[str] | None = None) -> np.ndarray:
@@ -207,24 +229,28 @@ def _sweep(cols: list[np.ndarray], score: np.ndarray, max_work: float | None = N
 
 def _drop_tied_dominated(pivots: np.ndarray, cols, score) -> np.ndarray:
     """Pivots minus those dominated by another pivot of exactly the same score (the only way
-    a pivot can be dominated, see ``_sweep``)."""
+    a pivot can be dominated, see ``_sweep``); only groups of two or more are compared."""
     sc = score[pivots]
     order = np.argsort(sc, kind="stable")
     ps, ss = pivots[order], sc[order]
     keep = np.ones(len(ps), dtype=bool)
-    bounds = np.flatnonzero(np.diff(ss) != 0) + 1
-    for grp in np.split(np.arange(len(ps)), bounds):
-        if len(grp) < 2:
-            continue
-        block = np.column_stack([c[ps[grp]] for c in cols])
-        keep[grp] = ~_dominated_by_any(block, block)
+    starts = np.flatnonzero(np.concatenate([[True], ss[1:] != ss[:-1]]))
+    ends = np.append(starts[1:], len(ps))
+    for a, z in zip(starts[ends - starts > 1], ends[ends - starts > 1]):
+        block = np.column_stack([c[ps[a:z]] for c in cols])
+        keep[a:z] = ~_dominated_by_any(block, block)
     return ps[keep]
 
 
 def _dominated_by_any(block: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """For each row of ``targets``: is it dominated by some row of ``block``? (small block)"""
-    le = (block[:, None, :] <= targets[None, :, :]).all(axis=2)
-    lt = (block[:, None, :] < targets[None, :, :]).any(axis=2)
+    """For each row of ``targets``: is it dominated by some row of ``block``? (small block;
+    one column at a time, so no (block x targets x k) temporary)"""
+    le = np.ones((len(block), len(targets)), dtype=bool)
+    lt = np.zeros((len(block), len(targets)), dtype=bool)
+    for j in range(block.shape[1]):
+        b, t = block[:, j, None], targets[None, :, j]
+        le &= b <= t
+        lt |= b < t
     return (le & lt).any(axis=0)
 
 
@@ -311,8 +337,8 @@ def hypervolume(points, senses: Sequence[str] | None = None, ideal=None, nadir=N
     """Normalised hypervolume of the non-dominated subset of ``points`` (see ``Hypervolume``).
 
     ``ideal``/``nadir`` are given in the objectives' own units (default: the bounds of
-    ``points`` themselves). Exact for two objectives (sweep) and three (slicing, up to
-    3,000 front points), pymoo's exact indicator for four (up to 1,500 points), otherwise a
+    ``points`` themselves). Exact for two objectives (sweep) and three (staircase sweep, up to
+    100,000 front points), pymoo's exact indicator for four (up to 1,500 points), otherwise a
     seeded Monte-Carlo estimate with ``samples`` draws (``exact`` is then False)."""
     f = to_minimisation(points, senses)
     k = f.shape[1]
@@ -360,14 +386,27 @@ def _hv2(z: np.ndarray, r0: float, r1: float) -> float:
 
 
 def _hv3(z: np.ndarray, ref: float) -> float:
-    """Exact 3-D hypervolume by slicing along the third objective."""
+    """Exact 3-D hypervolume of points below ``ref``: taken in order of the third objective,
+    each point joins a 2-D staircase of the first two (x ascending, y descending) whose area
+    is updated by the strip the point adds; the slab up to the next third-objective value
+    has that area. O(n log n) searches; each point leaves the staircase at most once."""
     z = z[np.argsort(z[:, 2], kind="stable")]
-    levels = np.unique(z[:, 2])
-    total = 0.0
-    for i, level in enumerate(levels):
-        top = levels[i + 1] if i + 1 < len(levels) else ref
-        below = z[z[:, 2] <= level][:, :2]
-        total += _hv2(below, ref, ref) * (top - level)
+    levels = z[:, 2].tolist() + [ref]
+    xs: list[float] = []
+    ys: list[float] = []
+    area = total = 0.0
+    for i, (px, py) in enumerate(z[:, :2].tolist()):
+        j = bisect.bisect_right(xs, px)
+        if not (j and ys[j - 1] <= py):                  # not dominated in (x, y)
+            lo = j - 1 if j and xs[j - 1] == px else j   # first point p covers
+            hi = lo
+            while hi < len(xs) and ys[hi] >= py:
+                hi += 1
+            edges = [px] + xs[lo:hi] + [xs[hi] if hi < len(xs) else ref]
+            heights = [ys[lo - 1] if lo else ref] + ys[lo:hi]
+            area += sum((b - a) * (h - py) for a, b, h in zip(edges, edges[1:], heights))
+            xs[lo:hi], ys[lo:hi] = [px], [py]
+        total += area * (levels[i + 1] - levels[i])
     return float(total)
 
 

@@ -172,9 +172,10 @@ def die_yield(area_mm2):
 def die_cost_usd(area_mm2, yield_=None):
     """Wafer price / good dies per wafer [USD] (inf when not one die fits)."""
     good = dies_per_wafer(area_mm2) * (die_yield(area_mm2) if yield_ is None else yield_)
-    with np.errstate(divide="ignore"):
-        return np.where(good > 0, die_constants().wafer_usd / np.where(good > 0, good, 1.0),
-                        np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = die_constants().wafer_usd / good
+    cost[~(good > 0)] = np.inf
+    return cost
 
 
 def die_kgco2e(area_mm2, yield_=None):
@@ -195,7 +196,9 @@ def choose_memory(bw_gbps, cap_gb, cp: ClassPhysics) -> tuple[np.ndarray, np.nda
     ok = np.zeros(shape, dtype=bool)
     for i in range(len(cp.memories) - 1, -1, -1):     # cheapest last, so it wins
         m = cp.memories[i]
-        fits = (bw <= m.max_gbps_per_gb * cap) & (bw <= m.max_gbps) & (cap <= m.max_gb)
+        fits = bw <= m.max_gbps_per_gb * cap
+        fits &= bw <= m.max_gbps
+        fits &= cap <= m.max_gb
         idx = np.where(fits, np.int8(i), idx)
         ok |= fits
     return idx, ok

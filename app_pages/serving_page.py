@@ -79,12 +79,12 @@ with c3:
 hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
 
 # ---- requests -------------------------------------------------------------------------------
-cols = st.columns([2, 1, 1, 1, 1, 1])
+cols = st.columns([2.6, 1, 1, 1, 1, 1])
 with cols[0]:
     arrival = url_segmented("Arrivals", list(ARRIVALS), key="sv_arrival", default="poisson",
                             format_func=lambda k: ARRIVALS[k])
 with cols[1]:
-    rate = url_number("Rate (req/s)", "sv_rate", 0.001, 1e6, 4.0, step=1.0,
+    rate = url_number("Rate (req/s)", "sv_rate", 0.001, 1e6, 1.0, step=1.0,
                       disabled=arrival == "max-load", help="Mean request rate")
 with cols[2]:
     burst = url_number("Burstiness", "sv_burst", 0.01, 100.0, 1.0, step=0.1,
@@ -218,7 +218,8 @@ def over_time(res: serving.SimResult) -> pd.DataFrame:
     fig.update_layout(xaxis_title="time (s)", yaxis=dict(title="running requests",
                                                          rangemode="tozero"),
                       yaxis2=dict(title="KV cache used (%)", overlaying="y", side="right",
-                                  range=[0, 105]),
+                                  range=[0, 105], tickvals=[0, 20, 40, 60, 80, 100],
+                                  showgrid=False),
                       height=360, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", y=1.1))
     show(fig, "serving-over-time")
@@ -226,6 +227,19 @@ def over_time(res: serving.SimResult) -> pd.DataFrame:
                f"steps (runs of pure decode are stepped together); {fmt_int(res.preemptions)} "
                f"preemptions by recompute.")
     return df
+
+
+CAPACITY_COLUMNS = {
+    "plan": "plan (TP·PP·DP)", "gpus_per_replica": "GPUs / replica",
+    "max_rate_meeting_slo": st.column_config.NumberColumn("max rate in SLO (req/s)", format="%.3g"),
+    "saturation_rate": st.column_config.NumberColumn("saturation (req/s)", format="%.3g"),
+    "target_rate": st.column_config.NumberColumn("target (req/s)", format="%.3g"),
+    "replicas": "replicas", "gpus": "GPUs for target",
+    "usd_per_million_tokens": st.column_config.NumberColumn("$ / M output tokens",
+                                                            format="$%.3g"),
+    "j_per_token": st.column_config.NumberColumn("J / output token", format="%.3g"),
+    "avg_power_w_per_gpu": st.column_config.NumberColumn("avg power / GPU (W)", format="%.0f"),
+}
 
 
 def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
@@ -238,7 +252,7 @@ def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
            "j_per_token": sm.energy_j_per_token, "avg_power_w_per_gpu": sm.avg_power_w_per_gpu}
     df = pd.DataFrame([row])
     st.subheader("Capacity and cost at this load")
-    st.dataframe(df, hide_index=True)
+    st.dataframe(df, hide_index=True, column_config=CAPACITY_COLUMNS)
     if st_.target_rate and st_.replicas:
         st.caption(f"{fmt_int(st_.replicas)} replicas × {sm.gpus} GPU(s) = "
                    f"**{fmt_int(st_.gpus_for_target)} GPUs** for {sig(st_.target_rate)} req/s "

@@ -126,7 +126,7 @@ def worst_cases(data: dict, metric: str, n_worst: int) -> None:
 
 def results(data: dict) -> None:
     """Chart and summary table first, then the error explorer and the worst cases."""
-    c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
+    c1, c2, c3, c4 = st.columns([4.2, 1.8, 1, 1.2])
     with c1:
         metric_label = url_segmented("Metric", list(METRICS), key="v_metric", default="Decode")
     with c2:

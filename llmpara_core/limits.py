@@ -2,7 +2,7 @@
 limits on the size and shape of text the package parses.
 
 The bounds are physically plausible ranges chosen so the largest real models and devices fit
-with room to spare (largest in /work/shared/data/model_configs.csv and the presets: 126
+with room to spare (largest in shared/data/model_configs.csv and the presets: 126
 layers, hidden 16,384, FFN 53,248, vocabulary 262,208, 256 experts, 8 experts per token,
 context 163,840; devices from 14 GB/s to 8 TB/s, 8 GB to 4 TB, 0.15 to 4,500 TFLOP/s).
 Anything outside is not a model or a device but a request to make the analysis huge (a

@@ -1,5 +1,5 @@
 """Build ``presets/tables/batched_measurements.csv`` (batched-regime rows in the columns of
-``presets/tables/measurements.csv``) from the published measurements in /work/shared/validation/.
+``presets/tables/measurements.csv``) from the published measurements in ../shared/validation/ (beside the repository).
 
     python scripts/build_batched_measurements.py [--validation DIR]
 
@@ -121,7 +121,7 @@ def energy_rows(path: Path) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--validation", type=Path, default=Path("/work/shared/validation"))
+    ap.add_argument("--validation", type=Path, default=ROOT.parent / "shared" / "validation")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = static_rows(args.validation / "batched_throughput.csv")

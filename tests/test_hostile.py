@@ -221,7 +221,8 @@ def test_cli_unexpected_exception_is_one_line(monkeypatch):
     def boom(args):
         raise RecursionError("deep\nsecond line")
     parser = base.build_parser
-    monkeypatch.setattr(base, "build_parser", lambda: _patched(parser(), boom))
+    monkeypatch.setattr(base, "build_parser",
+                        lambda command=None: _patched(parser(command), boom))
     rc, err, _ = _cli(["models"])
     assert rc == 2 and err == ["llmpara: error: could not complete the analysis "
                                "(RecursionError: deep)"]

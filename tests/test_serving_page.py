@@ -27,7 +27,7 @@ def test_default_view_matches_the_core():
     assert len(at.dataframe) >= 2                            # latency, capacity
     hw = load_hardware("nvidia-h100-sxm")
     st = serving.serve(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
-                       serving.RequestSpec(isl=512, osl=128, arrival="poisson", rate=4.0,
+                       serving.RequestSpec(isl=512, osl=128, arrival="poisson", rate=1.0,
                                            requests=150),
                        serving.engine_config("generic")[0], search=False)
     assert metric(at, "Requests/s") == sig(st.summary.requests_per_s)
@@ -35,9 +35,10 @@ def test_default_view_matches_the_core():
 
 
 def test_url_settings_apply_and_views_render():
-    at = open_page(PAGE, **BASE, sv_arrival="max-load", sv_maxbatch="32", sv_target="100",
+    at = open_page(PAGE, **BASE, sv_arrival="Max load", sv_maxbatch="32", sv_target="100",
                    sv_points="4")
     _clean(at, "max load")
+    assert not at.warning, [w.value for w in at.warning]     # every link value was taken
     assert any("32 running requests" in c.value for c in at.caption)
     assert float(metric(at, "Mean running batch")) <= 32
     assert "req/s" in metric(at, "Max rate meeting SLO")
@@ -89,8 +90,9 @@ def test_impossible_deployments_give_messages():
 
 
 def test_a_small_kv_cache_shows_preemptions():
-    at = open_page(PAGE, **BASE, sv_arrival="max-load", sv_kvfrac="0.01", sv_search="false")
+    at = open_page(PAGE, **BASE, sv_arrival="Max load", sv_kvfrac="0.01", sv_search="false")
     _clean(at, "small KV")
+    assert not at.warning, [w.value for w in at.warning]
     assert int(metric(at, "Preemptions").replace(",", "")) > 0
     fig = at.get("plotly_chart")[0].proto.spec
     assert "preemptions (cumulative)" in fig

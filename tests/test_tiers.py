@@ -1,6 +1,6 @@
 """Heterogeneous memory tiers: placement, per-tier streaming time, migration, energy, CLI.
 
-Reference numbers quoted from the replaced tool are in /work/shared/reference/reference-tool.md
+Reference numbers quoted from the replaced tool are in shared/reference/reference-tool.md
 §5.4 and §10 item 14 (copied here as literals; tests never read /work/shared)."""
 
 import io

@@ -261,7 +261,7 @@ def _fmt(v: float) -> str:
 HEADER = """\
 # Efficiency model v2 (llmpara_core.calibration.efficiency explains it). Written by
 # `python scripts/fit_efficiency.py` on the rows named under [fit] (all from
-# /work/shared/validation/); rerun the script instead of editing numbers.
+# shared/validation/); rerun the script instead of editing numbers.
 #
 # Estimated time of one operator in a pass with M tokens in flight (roofline.op_time_s):
 #   max(FLOPs / (peak x compute x M / (M + gemm_half_tokens)),

@@ -1,6 +1,6 @@
 """The serving simulator against published max-load throughput (TensorRT-LLM perf-overview
 tables, in-flight batching, fixed ISL/OSL; ``tests/data/serving_trtllm_max_load.csv``, rows
-copied from ``/work/shared/validation/batched_throughput.csv`` with their source URLs).
+copied from ``shared/validation/batched_throughput.csv`` with their source URLs).
 
 Each row is simulated at max load with the TensorRT-LLM profile (efficiency and scheduler
 defaults), ``MAX_LOAD_REQUESTS`` requests of the row's ISL/OSL, the row's precision (FP8 =

@@ -66,7 +66,9 @@ CHART_JS = r"""
 }
 """
 
-# Every metric value and label whose text is wider than its box (cut off or ellipsed).
+# Every metric value and label whose text is wider than its box (cut off or ellipsed), and
+# every segmented-control button that runs past its control's box (it is then hidden under the
+# next column: "NSG…").
 CLIPPED_JS = r"""
 () => {
   const bad = [];
@@ -76,6 +78,14 @@ CLIPPED_JS = r"""
     if (e.offsetParent === null) return;
     if (e.scrollWidth > e.clientWidth + 1)
       bad.push((e.textContent || '').trim().slice(0, 80));
+  });
+  document.querySelectorAll('[data-testid="stButtonGroup"]').forEach(g => {
+    if (g.offsetParent === null) return;
+    const right = g.getBoundingClientRect().right;
+    g.querySelectorAll('button').forEach(b => {
+      if (b.getBoundingClientRect().right > right + 1)
+        bad.push('control ' + (b.innerText || '').trim().slice(0, 80));
+    });
   });
   return Array.from(new Set(bad));
 }
@@ -180,7 +190,7 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
             problems.append(f"{where}: exception "
                             f"{page.get_by_test_id('stException').first.inner_text()[:300]}")
         problems += [f"{where}: {p}" for p in chart_problems(page)]
-        problems += [f"{where}: metric cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
+        problems += [f"{where}: cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
         slug = path.strip("/") or "overview"
         shot = SHOTS / f"{slug}-{tag}-{theme}.png"
         if tag == "default":

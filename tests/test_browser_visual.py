@@ -210,9 +210,34 @@ def test_every_page_reads_well(app_url, browser, theme):
     assert not problems, "\n".join(problems)
 
 
+# Records the script state's transitions from the moment it is installed (page clock, ms), so
+# a rerun that finishes before Python could look is still timed from its own transitions.
+WATCH_JS = r"""
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (window.__watch) window.__watch.disconnect();
+  window.__states = [];
+  window.__t0 = performance.now();
+  window.__watch = new MutationObserver(() => window.__states.push(
+      [app.getAttribute('data-test-script-state'), performance.now() - window.__t0]));
+  window.__watch.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}
+"""
+DONE_JS = r"""
+() => {
+  const s = window.__states || [];
+  const ran = s.findIndex(x => x[0] === 'running');
+  if (ran < 0) return null;
+  const idle = s.slice(ran).find(x => x[0] === 'notRunning');
+  return idle ? idle[1] / 1000 : null;
+}
+"""
+
+
 def test_idle_after_a_widget_change(app_url, browser):
-    """Per page: seconds from changing the sidebar batch to the script idle again (median of 2,
-    written to idle_times.json; the bound is loose because this machine is shared)."""
+    """Per page: seconds from changing the sidebar batch to the script idle again (the larger
+    of 2 changes, from the page's own state transitions; written to idle_times.json; the bound
+    is loose because this machine is shared)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     ctx = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
     page = ctx.new_page()
@@ -225,17 +250,12 @@ def test_idle_after_a_widget_change(app_url, browser):
         for batch in ("3", "2"):
             box = page.get_by_test_id("stSidebar").get_by_label("Batch", exact=True)
             box.fill(batch)
-            t0 = time.perf_counter()
+            page.evaluate(WATCH_JS)
             box.press("Enter")
-            try:
-                page.wait_for_selector('[data-testid="stApp"]'
-                                       '[data-test-script-state="running"]', timeout=5_000)
-            except Exception:            # the rerun may have finished before we looked
-                pass
-            page.wait_for_selector(IDLE, timeout=120_000)
-            runs.append(time.perf_counter() - t0)
+            page.wait_for_function(DONE_JS, timeout=120_000)
+            runs.append(page.evaluate(DONE_JS))
             settle(page)
-        times[title] = sorted(runs)[len(runs) // 2]
+        times[title] = max(runs)
     ctx.close()
     (SHOTS / "idle_times.json").write_text(json.dumps(times, indent=2))
     assert all(t < 30 for t in times.values()), times

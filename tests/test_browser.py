@@ -3,77 +3,29 @@
 batch, a hostile query string shows warnings and no exception, and the Roofline page draws.
 Screenshots go to tests/out/. Skipped, with the reason, where Chromium is absent."""
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
+from browser_util import CHROMIUM, IDLE, OUT, chromium, streamlit_server
 
 pytestmark = pytest.mark.browser
-
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "out"
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium")
-                                        else None)
-CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 if CHROMIUM is None:
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)",
                 allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    OUT.mkdir(parents=True, exist_ok=True)
-    log = open(OUT / "streamlit-server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless=true",
-         "--server.address=127.0.0.1", f"--server.port={port}",
-         "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("streamlit did not become healthy in 60 s")
+    with streamlit_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _open(browser, url: str):

@@ -29,10 +29,7 @@ UPLOAD_COLUMNS = ", ".join(validation.REQUIRED + validation.OPTIONAL)
 
 @st.cache_data(max_entries=8, show_spinner="Predicting the measurements…")
 def run(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
-    """Everything the page shows, as plain data (raises the core's ConfigError); the default
-    view comes precomputed when its inputs are unchanged (ui.validation_data)."""
-    if upload is None and source == "Shipped" and not refit:
-        return validation_data.default_result()
+    """Everything the page shows, as plain data (raises the core's ConfigError)."""
     return validation_data.normalised(validation_data.compute(upload, source, refit,
                                                               refit_frameworks))
 

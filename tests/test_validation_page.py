@@ -147,28 +147,3 @@ def test_error_explorer_is_altair_with_a_linked_selection(default_page):
     assert params[0]["bind"] == "legend"
     text = json.dumps(spec)
     assert "median" in text and '"condition"' in text       # bars aggregate, points follow
-
-
-def test_precomputed_default_equals_the_live_computation():
-    """The default view may come from ui/precomputed/ (first visit without ~3 s of predicting);
-    it must be exactly what the core computes now. A stale copy (an input file changed since
-    it was written) is ignored by the page; regenerate it with
-    ``PYTHONPATH=$PWD python -m ui.validation_data``."""
-    from ui import validation_data as vd
-    stored = vd.precomputed()
-    if stored is None:
-        pytest.skip("ui/precomputed/validation_default.json is stale or missing: the page "
-                    "computes live; regenerate it with `python -m ui.validation_data`")
-    live = vd.normalised(vd.compute(None, "Shipped", False, False))
-    assert stored == live
-
-
-def test_a_stale_precomputed_copy_is_not_used(tmp_path, monkeypatch):
-    import json
-    from ui import validation_data as vd
-    fake = tmp_path / "v.json"
-    fake.write_text(json.dumps({"digest": "0" * 64, "result": {"predictions": []}}))
-    monkeypatch.setattr(vd, "CACHE", fake)
-    assert vd.precomputed() is None
-    fake.write_text(json.dumps({"digest": vd.inputs_digest(), "result": {"x": 1}}))
-    assert vd.precomputed() == {"x": 1}

@@ -1,31 +1,15 @@
-"""What the Validation page shows, as plain JSON-able data computed by the core, and a
-precomputed copy of its default view (shipped measurements, shipped fit).
-
-Predicting the 456 shipped rows takes ~2-3 s; a fresh server would spend it on its first
-visitor. ``precomputed()`` returns the stored copy only when ``inputs_digest()`` — a SHA-256 of
-every file the result can depend on (the core's code, the presets and tables, this module) —
-equals the digest stored with it; otherwise the page computes live (same numbers, slower).
-Regenerate after changing any of those files:
-
-    PYTHONPATH=$PWD python -m ui.validation_data
-"""
+"""What the Validation page shows, as plain JSON-able data computed by the core (the page
+caches it with ``st.cache_data``)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path
 
 from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation
 from llmpara_core.calibration import summary as vs
 from llmpara_core.errors import ConfigError
 from llmpara_core.units import S_PER_US
-
-ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(__file__).resolve().parent / "precomputed" / "validation_default.json"
-INPUTS = ("llmpara_core/**/*.py", "presets/**/*.toml", "presets/**/*.csv",
-          "ui/validation_data.py")
 
 
 def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bool) -> dict:
@@ -80,41 +64,6 @@ def _memory_rows(table) -> list[dict]:
             for k, v in sorted(table.memory_types.items())]
 
 
-def inputs_digest() -> str:
-    """SHA-256 over the path and bytes of every input file (see ``INPUTS``)."""
-    h = hashlib.sha256()
-    for pattern in INPUTS:
-        for p in sorted(ROOT.glob(pattern)):
-            h.update(p.relative_to(ROOT).as_posix().encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
-
-
 def normalised(result: dict) -> dict:
     """``result`` as it reads back from JSON (tuples -> lists), for comparisons."""
     return json.loads(json.dumps(result, default=str))
-
-
-def precomputed() -> dict | None:
-    """The stored default result if it was computed from exactly these inputs, else None."""
-    try:
-        data = json.loads(CACHE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("result") if data.get("digest") == inputs_digest() else None
-
-
-def default_result() -> dict:
-    """The default view's data: the precomputed copy when fresh, else computed now."""
-    return precomputed() or normalised(compute(None, "Shipped", False, False))
-
-
-def write_precomputed() -> Path:
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    data = {"digest": inputs_digest(), "result": compute(None, "Shipped", False, False)}
-    CACHE.write_text(json.dumps(data, default=str, separators=(",", ":")), encoding="utf-8")
-    return CACHE
-
-
-if __name__ == "__main__":
-    print(f"wrote {write_precomputed()}")

@@ -20,10 +20,19 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from test_browser import CHROME_ARGS, CHROMIUM, IDLE, server  # noqa: F401 - fixture
+from browser_util import CHROME_ARGS, CHROMIUM, IDLE, streamlit_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)",
+                allow_module_level=True)
 async_api = pytest.importorskip("playwright.async_api")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server("streamlit-load.log") as url:
+        yield url
 
 SESSIONS = 12
 ROUNDS = 3

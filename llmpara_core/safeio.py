@@ -84,26 +84,25 @@ def prescan(text: str, origin: str, kind: str) -> None:
                               f"{MAX_KEY_PARTS} are allowed")
 
 
-def parse_toml(text: str, origin: str) -> dict:
-    """``tomllib.loads`` after :func:`prescan`; any parse failure is a one-line ConfigError."""
-    prescan(text, origin, "TOML")
+def _parse(text: str, origin: str, kind: str, loads, decode_error) -> Any:
+    """``loads(text)`` after :func:`prescan`; any parse failure is a one-line ConfigError."""
+    prescan(text, origin, kind)
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{origin}: not valid TOML ({e})") from None
+        return loads(text)
+    except decode_error as e:
+        raise ConfigError(f"{origin}: not valid {kind} ({e})") from None
     except (RecursionError, MemoryError, ValueError) as e:
-        raise ConfigError(f"{origin}: TOML too complex to read ({type(e).__name__})") from None
+        raise ConfigError(f"{origin}: {kind} too complex to read ({type(e).__name__})") from None
+
+
+def parse_toml(text: str, origin: str) -> dict:
+    """``tomllib.loads`` after :func:`prescan` (ConfigError on any failure)."""
+    return _parse(text, origin, "TOML", tomllib.loads, tomllib.TOMLDecodeError)
 
 
 def parse_json(text: str, origin: str) -> Any:
-    """``json.loads`` after :func:`prescan`; any parse failure is a one-line ConfigError."""
-    prescan(text, origin, "JSON")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{origin}: not valid JSON ({e})") from None
-    except (RecursionError, MemoryError, ValueError) as e:
-        raise ConfigError(f"{origin}: JSON too complex to read ({type(e).__name__})") from None
+    """``json.loads`` after :func:`prescan` (ConfigError on any failure)."""
+    return _parse(text, origin, "JSON", json.loads, json.JSONDecodeError)
 
 
 def read_toml_file(path: str | Path, what: str = "TOML file") -> dict:

@@ -16,7 +16,7 @@ from .hardware import Efficiency, Hardware
 from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, context_limit,
                      kv_cache_bytes, kv_cache_bytes_per_token, max_batch, weight_bytes)
 from .model import Model, ParamCounts, count_params
-from .operators import OpKind, Operator
+from .operators import MemoryTraffic, OpKind, Operator
 from .precision import DType, Precision
 from .roofline import Rates, effective_memory_bytes, op_time_s, rates
 from .workload import Workload
@@ -26,7 +26,7 @@ _BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_by
 
 
 @dataclass(frozen=True)
-class OpRow:
+class OpRow(MemoryTraffic):
     """One operator of a phase, totals over its ``count`` executions in one pass (prefill) or
     averaged per decode step (decode). Times in seconds."""
     phase: str
@@ -45,16 +45,6 @@ class OpRow:
     memory_s: float           # ideal bytes / bandwidth
     ideal_s: float
     estimated_s: float
-
-    @property
-    def memory_bytes(self) -> float:
-        return (self.weight_bytes + self.act_read_bytes + self.act_write_bytes
-                + self.kv_read_bytes + self.kv_write_bytes)
-
-    @property
-    def arithmetic_intensity(self) -> float | None:
-        b = self.memory_bytes
-        return self.flops / b if b > 0 else None
 
     @property
     def bound(self) -> str:

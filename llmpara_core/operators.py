@@ -32,8 +32,31 @@ class OpKind(Enum):
     COMM = "communication"
 
 
+class MemoryTraffic:
+    """Mixin for records with the five memory byte fields: their sum and the arithmetic
+    intensity (FLOPs per byte) derived from it."""
+    flops: float
+    weight_bytes: float
+    act_read_bytes: float
+    act_write_bytes: float
+    kv_read_bytes: float
+    kv_write_bytes: float
+
+    @property
+    def memory_bytes(self) -> float:
+        """Bytes moved to/from device memory (communication excluded)."""
+        return (self.weight_bytes + self.act_read_bytes + self.act_write_bytes
+                + self.kv_read_bytes + self.kv_write_bytes)
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        """FLOPs per byte of memory traffic; None when nothing moves."""
+        b = self.memory_bytes
+        return self.flops / b if b > 0 else None
+
+
 @dataclass(frozen=True)
-class Operator:
+class Operator(MemoryTraffic):
     """One operator of a forward pass; sizes are per execution, ``count`` executions per pass."""
     name: str
     kind: OpKind
@@ -46,18 +69,6 @@ class Operator:
     comm_bytes: float = 0.0
     count: int = 1
     group: str = ""            # layer group label ("global/dense", "model", ...)
-
-    @property
-    def memory_bytes(self) -> float:
-        """Bytes moved to/from device memory per execution (communication excluded)."""
-        return (self.weight_bytes + self.act_read_bytes + self.act_write_bytes
-                + self.kv_read_bytes + self.kv_write_bytes)
-
-    @property
-    def arithmetic_intensity(self) -> float | None:
-        """FLOPs per byte of memory traffic; None when the operator moves no bytes."""
-        b = self.memory_bytes
-        return self.flops / b if b > 0 else None
 
     @property
     def total_flops(self) -> float:

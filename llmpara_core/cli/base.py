@@ -54,6 +54,12 @@ def number_in(lo: float, hi: float, lo_open: bool = False, what: str = "a number
     return parse
 
 
+def _short(n: int) -> str:
+    """10**9 -> '1e9' (bounds in messages); other integers as they are."""
+    k = len(str(n)) - 1
+    return f"1e{k}" if n >= 10**6 and n == 10**k else str(n)
+
+
 def integer_in(lo: int, hi: int):
     """An argparse type: an integer in [lo, hi]."""
     def parse(s: str) -> int:
@@ -62,29 +68,14 @@ def integer_in(lo: int, hi: int):
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
         if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}], got {s}")
+            raise argparse.ArgumentTypeError(
+                f"expected an integer in [{_short(lo)}, {_short(hi)}], got {s}")
         return v
     return parse
 
 
-def positive_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
-    if v < 1 or v > 10**9:
-        raise argparse.ArgumentTypeError(f"expected an integer in [1, 1e9], got {s}")
-    return v
-
-
-def nonneg_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
-    if v < 0 or v > 10**9:
-        raise argparse.ArgumentTypeError(f"expected an integer in [0, 1e9], got {s}")
-    return v
+positive_int = integer_in(1, 10**9)
+nonneg_int = integer_in(0, 10**9)
 
 
 def bits(s: str) -> float:

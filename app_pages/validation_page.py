@@ -163,8 +163,10 @@ def results(data: dict) -> None:
     st.caption("batch-1 = one sequence decoding; batched = decode at a running batch > 1 "
                "(ML.ENERGY vLLM rows: batch × per-sequence tokens/s vs measured throughput) or "
                "a static batch's output tokens/s (TensorRT-LLM); prefill = prompt tokens/s and "
-               "TTFT. `llmpara validate --regime R --loo` gives the leave-one-device-out "
-               "figures.")
+               "TTFT; speculative = speculative-decoding speedup on published batch sweeps, the "
+               "acceptance fitted on each sweep's smallest batch and the other batches "
+               "predicted (`llmpara validate --regime speculative`). `llmpara validate "
+               "--regime R --loo` gives the leave-one-device-out figures.")
     st.dataframe(regime_table(data["groups"]), hide_index=True, column_config=PCT)
     worst_cases(data, metric, int(n_worst))
 

@@ -41,7 +41,9 @@ class _Family:
     sliding: "none" (no sliding-window attention), "all" (the window applies to every layer),
     "qwen" (``use_sliding_window`` switches it on for layers >= ``max_window_layers``),
     "alternate" (even layers local, starting with layer 0), "pattern" (every
-    ``sliding_window_pattern``-th layer global). ``layer_types``, when present, always wins.
+    ``sliding_window_pattern``-th layer global), "chunked" (Llama-4: chunked attention of
+    ``attention_chunk_size`` on the RoPE layers, see ``_chunked``). ``layer_types``, when
+    present, always wins. ``ffn_keys``: the config field(s) giving the dense FFN width.
     """
     label: str
     tie_default: bool = False
@@ -55,6 +57,7 @@ class _Family:
     rope_theta_default: float = 10000.0
     moe: str | None = None
     sinks: bool = False
+    ffn_keys: tuple[str, ...] = ("intermediate_size",)
     defaults: dict = field(default_factory=dict)   # HF config-class defaults we rely on
 
 
@@ -90,6 +93,14 @@ _FAMILIES: dict[str, _Family] = {
     "bitnet": _Family("BitNet", sub_norms=True),
     "gpt_oss": _Family("gpt-oss", sliding="alternate", moe="gpt_oss", sinks=True,
                        rope_theta_default=150_000.0, defaults={"sliding_window": 128}),
+    # Llama-4 (modeling_llama4.py): every interleave_moe_layer_step-th layer is MoE (routed
+    # experts of intermediate_size plus one always-active shared expert of the same width), the
+    # others a dense MLP of intermediate_size_mlp; q/k get a parameter-free L2 norm (not a
+    # weighted norm, so qk_norm stays off). Defaults: Llama4TextConfig's.
+    "llama4": _Family("Llama-4", sliding="chunked", moe="llama4", rope_theta_default=500_000.0,
+                      ffn_keys=("intermediate_size_mlp", "intermediate_size"),
+                      defaults={"attention_chunk_size": 8192, "no_rope_layer_interval": 4,
+                                "interleave_moe_layer_step": 1}),
     # Unknown architectures: a Llama-style decoder, MoE fields picked up if present.
     "generic": _Family("Llama-style", sliding="all", moe="auto"),
 }
@@ -104,14 +115,16 @@ _ARCHITECTURES = {
     "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2", "DeepseekForCausalLM": "deepseek",
     "DeepseekV2ForCausalLM": "deepseek", "DeepseekV3ForCausalLM": "deepseek",
     "BitnetForCausalLM": "bitnet", "BitNetForCausalLM": "bitnet",
-    "GptOssForCausalLM": "gpt_oss",
+    "GptOssForCausalLM": "gpt_oss", "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4",
 }
 _MODEL_TYPES = {
     "llama": "llama", "mistral": "mistral", "mixtral": "mixtral", "qwen2": "qwen2",
     "qwen2_moe": "qwen2_moe", "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma": "gemma",
     "gemma2": "gemma2", "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3",
     "gpt2": "gpt2", "deepseek": "deepseek", "deepseek_v2": "deepseek",
-    "deepseek_v3": "deepseek", "bitnet": "bitnet", "gpt_oss": "gpt_oss",
+    "deepseek_v3": "deepseek", "bitnet": "bitnet", "gpt_oss": "gpt_oss", "llama4": "llama4",
+    "llama4_text": "llama4",
 }
 
 _ACTIVATIONS = {
@@ -136,7 +149,9 @@ _LIMIT_OF = {
     "n_shared_experts": "num_experts", "first_k_dense_replace": "num_hidden_layers",
     "max_window_layers": "num_hidden_layers", "sliding_window_pattern": "num_hidden_layers",
     "_sliding_window_pattern": "num_hidden_layers", "decoder_sparse_step": "num_hidden_layers",
-    "moe_layer_freq": "num_hidden_layers",
+    "moe_layer_freq": "num_hidden_layers", "intermediate_size_mlp": "intermediate_size",
+    "attention_chunk_size": "sliding_window", "interleave_moe_layer_step": "num_hidden_layers",
+    "no_rope_layer_interval": "num_hidden_layers",
 }
 
 
@@ -350,6 +365,8 @@ def _sliding(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]):
     """(sliding_window, sliding_layers) following the family's rule; see ``_Family``."""
     if fam.sliding == "none":
         return None, None
+    if fam.sliding == "chunked":
+        return _chunked(cfg, layers)
     if fam.sliding == "qwen" and not cfg.flag("use_sliding_window", False):
         return None, None
     window = cfg.integer("sliding_window", default=None)
@@ -383,6 +400,46 @@ def _sliding(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]):
     return window, (None if all(flags) else tuple(flags))
 
 
+def _layer_flags(cfg: _Cfg, key: str, layers: int) -> list[bool] | None:
+    """A per-layer 0/1 (or true/false) list ``key`` as booleans; None when absent."""
+    values = cfg.sequence(key)
+    if values is None:
+        return None
+    if len(values) != layers:
+        raise ConfigError(f"{key} has {len(values)} entries for {layers} layers "
+                          f"(num_hidden_layers)")
+    if not all(v in (0, 1) and not isinstance(v, float) for v in values):
+        raise ConfigError(f"{key} entries must be 0 or 1, got {_show(values)}")
+    return [bool(v) for v in values]
+
+
+def _chunked(cfg: _Cfg, layers: int):
+    """Llama-4 chunked attention as (window, per-layer flags). A chunked layer attends within
+    fixed, non-overlapping blocks of ``attention_chunk_size`` tokens (configuration_llama4.py:
+    layer_types "chunked_attention" on the RoPE layers, ``no_rope_layers`` entry 1; every
+    ``no_rope_layer_interval``-th layer is global NoPE). The nearest feature modelled here is a
+    sliding window of the same size: identical below one chunk of context; beyond it the window
+    keeps and reads up to ``chunk`` tokens where a chunk reads between 0 and ``chunk`` (the
+    model presets say so in their notes; no import warning, as this is the documented rule)."""
+    window = cfg.integer("attention_chunk_size", default=None)
+    if window is None:
+        return None, None
+    types = cfg.sequence("layer_types")
+    if types is not None:
+        if len(types) != layers or not all(isinstance(t, str) for t in types):
+            raise ConfigError(f"layer_types must list one string per layer ({layers}), got "
+                              f"{_show(types)}")
+        flags = [t == "chunked_attention" for t in types]
+    else:
+        flags = _layer_flags(cfg, "no_rope_layers", layers)
+        if not flags:     # null or [] -> derived from the interval (Llama4TextConfig)
+            period = cfg.integer("no_rope_layer_interval")
+            flags = [(i + 1) % period != 0 for i in range(layers)]
+    if not any(flags):
+        return None, None
+    return window, (None if all(flags) else tuple(flags))
+
+
 def _dense_layers(flags_moe: list[bool], why: str, warnings: list[str]) -> int:
     """Number of dense layers; ``Model`` places them first. Totals stay exact either way."""
     dense = flags_moe.count(False)
@@ -406,6 +463,8 @@ def _moe(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]) -> MoE | Non
     if kind == "mixtral":
         experts = cfg.integer("num_local_experts", "num_experts")
         return MoE(experts, cfg.integer("num_experts_per_tok"), cfg.integer("intermediate_size"))
+    if kind == "llama4":
+        return _llama4_moe(cfg, layers, warnings)
     if kind == "gpt_oss":
         return MoE(cfg.integer("num_local_experts"),
                    cfg.integer("num_experts_per_tok", "experts_per_token"),
@@ -447,6 +506,29 @@ def _moe(cfg: _Cfg, fam: _Family, layers: int, warnings: list[str]) -> MoE | Non
                router_bias=router_bias)
 
 
+def _llama4_moe(cfg: _Cfg, layers: int, warnings: list[str]) -> MoE | None:
+    """Llama-4 MoE (modeling_llama4.py Llama4TextMoe): ``num_local_experts`` routed experts and
+    one shared expert (Llama4TextMLP(config)), all of ``intermediate_size``; a sigmoid-scored
+    top-k router without bias. MoE layers: ``moe_layers`` if given, else every
+    ``interleave_moe_layer_step``-th layer (range(step - 1, layers, step))."""
+    experts = cfg.integer("num_local_experts", default=0, lo=0)
+    if experts == 0:
+        return None
+    listed = cfg.sequence("moe_layers")
+    if listed is not None:
+        idx = {require_int("moe_layers entry", i, 0, layers - 1) for i in listed}
+        flags = [i in idx for i in range(layers)]
+    else:
+        step = cfg.integer("interleave_moe_layer_step")
+        flags = [(i + 1) % step == 0 for i in range(layers)]
+    if not any(flags):
+        return None
+    size = cfg.integer("intermediate_size")
+    return MoE(experts, cfg.integer("num_experts_per_tok"), size, shared_intermediate_size=size,
+               first_dense_layers=_dense_layers(flags, "interleave_moe_layer_step/moe_layers",
+                                                warnings))
+
+
 def _mla(cfg: _Cfg, warnings: list[str]) -> MLA | None:
     if not cfg.has("kv_lora_rank"):
         return None
@@ -467,7 +549,7 @@ def _decoder(cfg: _Cfg, fam_key: str, fam: _Family, name: str, arch: str,
     layers = cfg.integer("num_hidden_layers")
     heads = cfg.integer("num_attention_heads")
     kv_heads = cfg.integer("num_key_value_heads", default=heads)
-    inter = cfg.integer("intermediate_size")
+    inter = cfg.integer(*fam.ffn_keys)
     vocab = cfg.integer("vocab_size")
     head_dim = cfg.integer("head_dim", default=None)
     attn_bias = cfg.flag("attention_bias", False)

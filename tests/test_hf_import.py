@@ -240,6 +240,46 @@ def test_qwen2_moe_dense_layers_are_counted_exactly_with_a_warning():
     assert step.moe.first_dense_layers == 14 and step.warnings
 
 
+def test_llama4_scout_moe_shared_expert_and_chunked_attention():
+    m = preset("llama-4-scout-17b-16e")
+    assert m.moe.num_experts == 16 and m.moe.experts_per_token == 1
+    assert m.moe.expert_intermediate_size == m.moe.shared_intermediate_size == 8192
+    assert m.moe.first_dense_layers == 0 and m.intermediate_size == 16384
+    # RoPE layers are chunked (8192), every fourth layer is global NoPE
+    assert m.sliding_window == 8192
+    assert m.sliding_layers == tuple((i + 1) % 4 != 0 for i in range(48))
+    assert m.warnings == () and not m.qk_norm
+
+
+def test_llama4_interleaved_moe_and_derived_patterns():
+    text = load(PRESETS / "llama-4-scout-17b-16e.toml")["config"]["text_config"]
+    base = {k: v for k, v in text.items() if k not in ("moe_layers", "no_rope_layers")}
+    base["architectures"] = ["Llama4ForCausalLM"]
+    every = from_hf_config(base)                      # step 1, interval 4 derived
+    assert every.moe.first_dense_layers == 0 and every.sliding_layers[3] is False
+    half = from_hf_config({**base, "interleave_moe_layer_step": 2})   # Maverick-style
+    assert half.moe.first_dense_layers == 24 and any("dense" in w for w in half.warnings)
+    c_every, c_half = count_params(every), count_params(half)
+    assert c_half.ffn_dense == 24 * 3 * 5120 * 16384      # dense layers use intermediate_size_mlp
+    assert c_every.total - c_half.total == 24 * (
+        (16 + 1) * 3 * 5120 * 8192 + 5120 * 16 - 3 * 5120 * 16384)
+    typed = from_hf_config({**base, "layer_types": ["full_attention"] * 48})
+    assert typed.sliding_window is None
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"no_rope_layers": [1, 0]}, "no_rope_layers has 2 entries"),
+    ({"no_rope_layers": [2] * 48}, "0 or 1"),
+    ({"moe_layers": [0, 99]}, "moe_layers entry"),
+    ({"attention_chunk_size": -1}, "attention_chunk_size"),
+    ({"layer_types": "chunked"}, "layer_types"),
+])
+def test_llama4_bad_fields_are_config_errors(change, needle):
+    text = load(PRESETS / "llama-4-scout-17b-16e.toml")["config"]["text_config"]
+    with pytest.raises(ConfigError, match=needle):
+        from_hf_config({**text, "architectures": ["Llama4ForCausalLM"], **change})
+
+
 def test_qwen3_moe_has_no_shared_expert():
     moe = preset("qwen3-30b-a3b").moe
     assert moe.shared_intermediate_size == 0 and moe.num_experts == 128

@@ -90,6 +90,11 @@ TOTALS = [
     ("deepseek-v2", 236_000_000_000, 500_000_000, "DeepSeek-V2 model card, rounded"),
     # DeepSeek-V2-Lite model card: "15.7B" -> +-0.05e9 (0.3 %); ours 15.706 B.
     ("deepseek-v2-lite", 15_700_000_000, 50_000_000, "DeepSeek-V2-Lite model card, rounded"),
+    # Llama-4 Scout: HFAPI meta-llama/Llama-4-Scout-17B-16E-Instruct 108,641,793,536 includes
+    # the vision encoder + projector, 871,932,416 from its vision_config (34 ViT layers of 1408,
+    # MLP 5632, patch/position embeddings, adapter 5632->4096, projector 4096->5120).
+    ("llama-4-scout-17b-16e", 108_641_793_536 - 871_932_416, 0,
+     "HFAPI Llama-4-Scout-17B-16E-Instruct minus vision"),
     ("gpt-oss-20b", 20_914_757_184, 0, "HFAPI openai/gpt-oss-20b (llama.cpp: 20.91 B)"),
     ("gpt-oss-120b", 116_829_156_672, 0, "HFAPI openai/gpt-oss-120b (llama.cpp: 116.83 B)"),
     # 1bitLLM model page: 3.32B -> +-0.005e9 (0.15 %); ours 3,324,387,840 (tied embeddings,
@@ -200,6 +205,12 @@ def test_other_moe_active_figures():
     assert abs(count_params(preset("qwen2-57b-a14b")).active - 14e9) <= 0.5e9
     assert abs(_active_without_input_embedding(preset("deepseek-v2")) - 21e9) <= 0.5e9
     assert abs(count_params(preset("mixtral-8x22b")).active - 39e9) <= 0.5e9
+
+
+def test_llama4_scout_active_17b():
+    # Meta model card: 17B active (ours 17.17B with both embedding tables, 16.14B without
+    # the input table); one routed and one shared expert of 8192 per layer.
+    assert abs(count_params(preset("llama-4-scout-17b-16e")).active - 17e9) <= 0.5e9
 
 
 def test_dense_models_have_all_parameters_active():

@@ -52,7 +52,10 @@ def test_error_by_regime_and_stack(default_page):
     df = next(d.value for d in at.dataframe if "regime / stack or class" in d.value.columns)
     groups = [g.strip() for g in df["regime / stack or class"]]
     assert {"batch-1", "batched", "prefill", "batched / tensorrt-llm",
-            "batched / vllm-legacy"} <= set(groups)
+            "batched / vllm-legacy", "speculative (speedup vs batch)",
+            "speculative / tensorrt-llm"} <= set(groups)
+    spec = df.loc[[g == "speculative (speedup vs batch)" for g in groups]].iloc[0]
+    assert spec["rows"] == 2 and 0 <= spec["estimated |err|"] < 10
     assert df.loc[[g == "batched" for g in groups], "estimated |err|"].iloc[0] <= 0.15
 
 

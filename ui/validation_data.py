@@ -9,6 +9,7 @@ from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation
 from llmpara_core.calibration import summary as vs
 from llmpara_core.errors import ConfigError
+from llmpara_core.speculative import batch_sweeps
 from llmpara_core.units import S_PER_US
 
 
@@ -29,8 +30,10 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
     preds, bad = validation.predict_all(mapped, table)
     fitted = set(fitting.fitted_classes(table))
     summary = vs.summarize(preds, skipped + bad, worst=len(preds), fitted_classes=fitted)
+    # the speculative regime: the shipped speedup-vs-batch sweeps (not part of an upload)
+    spec = batch_sweeps.regime_rows() if source != "Uploaded" else []
     return {"predictions": [vs.prediction_row(p) for p in preds],
-            "groups": [vs.group_row(g) for g in summary.groups],
+            "groups": [vs.group_row(g) for g in summary.groups] + spec,
             "worst": [vs.prediction_row(w.prediction) | {"why": "; ".join(w.reasons)}
                       for w in summary.worst],
             "skipped": [vs.skipped_row(s) for s in summary.skipped],

@@ -4,6 +4,7 @@
     llmpara validate --data my_runs.csv --format json  # your CSV (same columns)
     llmpara validate --data my_runs.csv --refit        # fit the efficiencies on it first
     llmpara validate --loo --regime batched            # leave-one-device-out, one regime
+    llmpara validate --regime speculative              # speculative speedup vs batch sweeps
 
 Formats: ``table`` prints the error summary, the worst cases with the likely reason and the
 skipped rows; ``json`` one object with the summary, the worst cases, the skipped rows and every
@@ -19,6 +20,8 @@ from .base import add_output_args, emit, positive_int
 from ..errors import ConfigError
 from ..calibration.measurements import MAX_CSV_BYTES, REGIMES
 
+SPECULATIVE = "speculative"
+
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="compare predictions with published measurements")
@@ -30,9 +33,11 @@ def register(sub) -> None:
     p.add_argument("--loo", action="store_true",
                    help="leave-one-device-out: predict each device's rows with the model "
                         "refitted without them (slow: one refit per device)")
-    p.add_argument("--regime", choices=("all",) + REGIMES, default="all",
+    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE,), default="all",
                    help="only rows of this regime: batch-1 decode, batched (running or "
-                        "static batch > 1) or prefill (default all)")
+                        "static batch > 1) or prefill (default all of these); speculative: "
+                        "the published speculative-decoding batch sweeps, alpha fitted on each "
+                        "sweep's smallest batch and the other batches predicted")
     p.add_argument("--device", action="append", metavar="PRESET",
                    help="with --loo: hold out only these device presets (repeatable)")
     p.add_argument("--worst", type=positive_int, default=12, help="worst cases to list")
@@ -55,6 +60,8 @@ def _read(path: str | None) -> bytes | None:
 
 
 def run(args) -> None:
+    if args.regime == SPECULATIVE:
+        return _run_speculative(args)
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
@@ -89,6 +96,33 @@ def run(args) -> None:
                            for p in preds])
     else:
         _print_table(summary, args.loo)
+
+
+def _run_speculative(args) -> None:
+    """``--regime speculative``: the batch-sweep validation (speculative.batch_sweeps)."""
+    for flag, given in (("--data", args.data), ("--refit", args.refit), ("--loo", args.loo),
+                        ("--device", args.device)):
+        if given:
+            raise ConfigError(f"{flag} does not apply to --regime speculative (it validates "
+                              "the shipped speculative measurements; alpha is fitted per sweep)")
+    from ..speculative import batch_sweeps as bs
+    v = bs.validate_sweeps()
+    if args.format == "json":
+        emit(bs.validation_dict(v), "json")
+    elif args.format == "csv":
+        emit(None, "csv", bs.sweep_rows(v))
+    else:
+        sys.stdout.write(
+            f"speculative speedup vs batch: {len(v.sweeps)} published sweep(s); alpha fitted on "
+            f"each sweep's smallest batch, the other {len(v.errors)} row(s) predicted at their "
+            f"own batch and gamma (estimated rates, the row's stack profile).\n"
+            f"median |error| {_pct(v.median_abs_error)} (criterion <= "
+            f"{_pct(bs.SWEEP_TOLERANCE_MEDIAN)}: {'met' if v.passes else 'NOT met'}); "
+            "error = predicted / measured - 1.\n\n")
+        emit(None, "table", [{k: (_pct(r[k], signed=True) if k == "error" else r[k])
+                              for k in ("row_id", "batch", "gamma", "profile", "alpha_fitted",
+                                        "role", "measured_speedup", "predicted_speedup",
+                                        "error")} for r in bs.sweep_rows(v)])
 
 
 def _print_table(summary, loo: bool = False) -> None:

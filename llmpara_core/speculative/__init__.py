@@ -2,7 +2,8 @@
 the target verifies them in one pass. ``engine`` sums the steps in closed form from
 ``forward.forward_ops`` and ``roofline.op_time_s`` (as ``analysis.integrate_decode`` does for
 plain decode); ``drafts`` builds drafts, ``views`` the page's tables, ``measurements`` the
-published speedups.
+published speedups, ``batch_sweeps`` the speedup-vs-batch validation (alpha fitted on a
+published sweep's smallest batch, the other batches predicted).
 """
 
 from .drafts import (DRAFT_PRESETS, DraftKind, default_draft_slug, draft_preset_slugs, head_draft,

@@ -3,8 +3,11 @@
 The data are ``tests/data/speculative_measurements.csv``: a copy of the shared validation set
 (one row per published measurement, with its ``source``) plus ``model_*`` columns saying how a
 row is modelled here (target, draft, hardware and device count, precision, prompt and output
-length, gamma) and ``in_test`` (whether the row is part of the tolerance test). Paths in
-``model_target``/``model_draft``/``model_hardware`` are relative to ``tests/data``.
+length, gamma, and ``model_framework``: the stack whose efficiency profile the target's rates
+use, blank = the hardware class's generic profile) and ``in_test`` (whether the row is part of
+the tolerance test). Paths in ``model_target``/``model_draft``/``model_hardware`` are relative to
+``tests/data``. Batch sweeps (one published series at several batch sizes) are validated in
+``batch_sweeps``.
 
 A row is *predicted* when it gives gamma and an acceptance (alpha) or a mean accepted length
 (E, tokens per target pass including the bonus token); it gets an *implied alpha* when it gives
@@ -19,6 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..calibration.efficiency import efficiency_for, resolve_framework
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..precision import DType, Precision, precision_preset
@@ -161,7 +165,9 @@ def setup_for(m: Measurement) -> tuple[Setup, int]:
         raise ConfigError(f"{m.row_id}: unknown model_draft_kind {kind!r}")
     batch = int(_num(m.get("batch")) or 1)
     wl = Workload(batch, int(m.get("model_prompt_len") or 0), int(m.get("model_gen_len") or 2))
-    return Setup(target, hw, prec, wl, draft), int(m.get("model_gamma"))
+    framework = m.get("model_framework").strip()
+    eff = efficiency_for(hw, resolve_framework(framework)) if framework else None
+    return Setup(target, hw, prec, wl, draft, eff), int(m.get("model_gamma"))
 
 
 @dataclass(frozen=True)

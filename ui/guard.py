@@ -2,6 +2,9 @@
 line (its type and a message with server paths removed), never a traceback, and the full
 traceback goes to the server log only.
 
+It also gives the page's long computations a time budget (CPU seconds of the page's thread):
+past it they stop with a message saying so instead of holding the session.
+
 Tests set ``LLMPARA_RAISE_PAGE_ERRORS=1`` (tests/conftest.py) so AppTest still sees the
 exception; the hostile-input suite turns it off to check what a visitor sees.
 """
@@ -13,6 +16,8 @@ import os
 import re
 
 import streamlit as st
+
+from llmpara_core.limits import PAGE_CPU_BUDGET_S, TimeBudgetExceeded, time_budget
 
 from .format import escape_md
 
@@ -29,10 +34,19 @@ def public_message(exc: BaseException) -> str:
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 3] + "..."
 
 
-def run_page(page) -> None:
-    """``page.run()``; an unexpected exception is logged and shown as one error line."""
+BUDGET_ADVICE = ("ask for less (fewer requests, rates, designs or generations) or run it "
+                 "with the command-line tool, which has no time budget")
+
+
+def run_page(page, budget_s: float | None = None) -> None:
+    """``page.run()`` with a time budget of ``budget_s`` CPU seconds for its long computations
+    (``llmpara_core.limits.time_budget``); a computation that hits it, or an unexpected
+    exception, is shown as one error line (the latter also logged with its traceback)."""
     try:
-        page.run()
+        with time_budget(PAGE_CPU_BUDGET_S if budget_s is None else budget_s, BUDGET_ADVICE):
+            page.run()
+    except TimeBudgetExceeded as exc:     # a page that does not catch ConfigError itself
+        st.error(f"Stopped: {escape_md(exc)}.", icon=":material/timer_off:")
     except Exception as exc:        # noqa: BLE001 - Streamlit's rerun/stop are BaseExceptions
         _LOG.exception("page %s failed", getattr(page, "url_path", "?"))
         if os.environ.get("LLMPARA_RAISE_PAGE_ERRORS") == "1":

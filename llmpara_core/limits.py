@@ -97,11 +97,12 @@ MAX_TIER_ITEMS = 100_000          # placeable items of a memory-tier analysis
 
 # ---- time ----------------------------------------------------------------------------------
 # CPU seconds one run of a dashboard page may spend computing (the app sets it, the CLI does
-# not): the longest legitimate page on the 2-core test machine needs ~3 s (NSGA-II at its
-# default 100 x 40, a 500-request serving study); the largest a link may ask for (20,000
-# requests x 30 rates, 1,000,000 random designs, NSGA-II 1,000 x 500) needs minutes. CPU time
-# of the page's own thread, not wall time, so a crowd on the same server does not make a
-# normal page time out.
+# not). Measured under AppTest on the 2-core test machine (entry run + page): every page at its
+# defaults needs <= 4 s (Serving "Latency vs load" 4.0 s, NSGA-II 100 x 40 1.0 s, Validation
+# 1.3 s), the heaviest legitimate link seen 15 s (Serving frontier, 20,000 requests on 8 GPUs);
+# the most a link may ask for runs for minutes (Serving, 20,000 requests x 30 rates: 199 s).
+# CPU time of the page's own thread, not wall time, so a crowd on the same server does not
+# make a normal page time out.
 PAGE_CPU_BUDGET_S = 20.0
 
 

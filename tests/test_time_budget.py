@@ -20,7 +20,7 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.limits import (PAGE_CPU_BUDGET_S, TimeBudgetExceeded, check_time_budget,
                                  time_budget)
 from llmpara_core.metrics.cost import MetricsSettings
-from llmpara_core.parallel import search_plans
+from llmpara_core.parallel import ParallelPlan, search_plans
 from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload
@@ -150,3 +150,38 @@ def test_guard_stops_a_page_that_does_not_catch_it(monkeypatch, tmp_path):
     assert not at.exception
     assert len(at.error) == 1
     assert at.error[0].value.replace("\\", "").startswith("Stopped: stopped after 0.3 s")
+
+
+def test_every_app_cache_is_bounded():
+    """Expensive results are cached with bounded entries: every ``st.cache_data`` /
+    ``st.cache_resource`` in ui/ and app_pages/ names ``max_entries``, every ``lru_cache`` a
+    finite ``maxsize`` (so a crowd asking many different things cannot grow the server)."""
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    unbounded, seen = [], 0
+    for path in [*root.glob("ui/*.py"), *root.glob("app_pages/*.py"), root / "streamlit_app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for dec in node.decorator_list:
+                name = ast.unparse(dec.func if isinstance(dec, ast.Call) else dec)
+                if not name.endswith(("cache_data", "cache_resource", "lru_cache", "cache")):
+                    continue
+                seen += 1
+                kw = {k.arg: k.value for k in dec.keywords} if isinstance(dec, ast.Call) else {}
+                ok = ("max_entries" in kw if "cache_" in name else
+                      "maxsize" in kw and ast.unparse(kw["maxsize"]) != "None")
+                if not ok:
+                    unbounded.append(f"{path.name}:{node.name}")
+    assert seen >= 10 and not unbounded, unbounded
+
+
+def test_frontier_stops_instead_of_noting_the_budget_per_plan():
+    """The frontier keeps a plan's own ConfigError as a note; the budget stops the sweep."""
+    hw = load_hardware("8x-nvidia-h100-sxm-nvlink")
+    spec = serving.RequestSpec(isl=512, osl=512, requests=20_000)
+    cfg = serving.engine_config("generic")[0]
+    plans = [ParallelPlan(tp=t) for t in (1, 2, 4, 8)]
+    _stops(lambda: serving.frontier(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
+                                    cfg, spec, plans, (8, 32, 128, 512)))

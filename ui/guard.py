@@ -39,9 +39,10 @@ BUDGET_ADVICE = ("ask for less (fewer requests, rates, designs or generations) o
 
 
 def run_page(page, budget_s: float | None = None) -> None:
-    """``page.run()`` with a time budget of ``budget_s`` CPU seconds for its long computations
-    (``llmpara_core.limits.time_budget``); a computation that hits it, or an unexpected
-    exception, is shown as one error line (the latter also logged with its traceback)."""
+    """``page.run()`` with a time budget of ``budget_s`` CPU seconds (default
+    PAGE_CPU_BUDGET_S) for its long computations (``llmpara_core.limits.time_budget``); a
+    computation that hits it, or an unexpected exception, is shown as one error line (the
+    latter also logged with its traceback)."""
     try:
         with time_budget(PAGE_CPU_BUDGET_S if budget_s is None else budget_s, BUDGET_ADVICE):
             page.run()

@@ -1,20 +1,23 @@
 """Load test (issue 16): one `streamlit run` on 127.0.0.1, headless Chromium sessions, and the
-server's health endpoint polled by a separate process all along, in three phases:
+server's health endpoint polled by a separate process all along (each poll followed by one to
+a minimal control HTTP server: what the machine's load alone does to a request), in phases:
 
-* idle: one normal page load on the idle server (the baseline of health latency);
-* (a) worst links: the issue's four worst hostile links, plus the heaviest link that still
-  runs (Serving, 20,000 requests x 30 rates: it computes until its time budget), all open
-  while one normal user opens a shared link — the issue's "Done when": health < 1 s and the
-  other user's page renders;
+* idle: one normal page load on the idle server (the baseline);
+* a-open: the worst links open at once: the issue's four worst hostile links, plus the
+  heaviest link that still runs (Serving, 20,000 requests x 30 rates: it computes until its
+  time budget); until each shows its message or its progress bar;
+* (a) while they are open (the serving link computing), one normal user opens a shared link:
+  the issue's "Done when" — health < 1 s and the other user's page renders;
 * (b) crowd: SESSIONS concurrent sessions x ROUNDS, each opening a shared link with its own
   batch.
 
 Marked ``slow`` (excluded from the default run by pyproject's addopts; run it with
-``python -m pytest -m slow tests/test_load.py -s``). It prints, per phase, the health latency
-(p50/p90/max) and the CPU seconds the server and the Chromium processes spent (on a 2-core
-machine the browsers compete with the server for CPU), then the crowd's render times
-(p50/p90 seconds to an idle page with its metrics), the failures (timeouts, exceptions, a
-Batch box not showing the link's value) and the server's resident memory before and after.
+``python -m pytest -m slow tests/test_load.py -s``). It prints, per phase, the health and
+control latencies (p50/p90/max, slowest polls) and the CPU seconds of the server, of the
+Chromium processes and of the whole machine (2 cores, shared: the browsers and other users
+compete with the server for CPU), then the crowd's render times (p50/p90 seconds to an idle
+page with its metrics), the failures (timeouts, exceptions, a Batch box not showing the link's
+value) and the server's resident memory before and after.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from browser_util import CHROME_ARGS, CHROMIUM, IDLE, streamlit_server
+from browser_util import CHROME_ARGS, CHROMIUM, IDLE, free_port, streamlit_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 if CHROMIUM is None:
@@ -60,19 +63,40 @@ WORST_LINKS = (
 )
 
 # A separate process polls the health endpoint (the test's own event loop drives the browsers
-# and would add its delays): one "<unix time> <latency s>" line per poll, "inf" on failure.
+# and would add its delays), and right after each poll a control: a minimal HTTP server in its
+# own process, answering "ok" (what the machine's CPU load alone does to a request's latency).
+# One "<unix time> <health latency s> <control latency s>" line per poll, "inf" on failure.
 _POLLER = """
 import sys, time, urllib.request
-url, every = sys.argv[1], float(sys.argv[2])
-while True:
-    t0 = time.time(); p0 = time.perf_counter()
+every = float(sys.argv[3])
+
+def get(url):
+    p0 = time.perf_counter()
     try:
         urllib.request.urlopen(url, timeout=10).read()
-        dt = time.perf_counter() - p0
+        return time.perf_counter() - p0
     except OSError:
-        dt = float("inf")
-    print(f"{t0:.3f} {dt:.4f}", flush=True)
+        return float("inf")
+
+while True:
+    t0 = time.time()
+    print(f"{t0:.3f} {get(sys.argv[1]):.4f} {get(sys.argv[2]):.4f}", flush=True)
     time.sleep(every)
+"""
+_CONTROL = """
+import http.server, sys
+
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
 
 
@@ -140,13 +164,13 @@ class Phase:
     """Wall time, and the CPU seconds of the server, of the browsers and of the whole machine
     (the rest: the health poller, this test, other users of the machine) in one phase."""
 
-    def __init__(self, name: str, server_pid: int | None, poller_pid: int):
-        self.name, self.server_pid, self.poller_pid = name, server_pid, poller_pid
+    def __init__(self, name: str, server_pid: int | None, helpers: set):
+        self.name, self.server_pid, self.helpers = name, server_pid, {server_pid, *helpers}
 
     def __enter__(self):
         self.t0 = time.time()
         self.srv0 = (_proc_stat(self.server_pid) or (0, 0.0))[1] if self.server_pid else 0.0
-        self.br0 = _browser_cpu_s({self.server_pid, self.poller_pid})
+        self.br0 = _browser_cpu_s(self.helpers)
         self.all0 = _machine_busy_s()
         return self
 
@@ -154,8 +178,7 @@ class Phase:
         self.t1 = time.time()
         self.server_cpu_s = ((_proc_stat(self.server_pid) or (0, 0.0))[1] - self.srv0
                              if self.server_pid else 0.0)
-        self.browser_cpu_s = max(0.0, _browser_cpu_s({self.server_pid, self.poller_pid})
-                                 - self.br0)
+        self.browser_cpu_s = max(0.0, _browser_cpu_s(self.helpers) - self.br0)
         self.machine_cpu_s = _machine_busy_s() - self.all0
 
 
@@ -182,33 +205,50 @@ async def _session(browser, url: str, batch: int, results: list, failures: list)
         await ctx.close()
 
 
-async def _worst(browser, url: str, path: str, failures: list) -> None:
+OPENED = '[data-testid="stAlert"], [data-testid="stProgress"]'   # its message, or computing
+
+
+async def _worst(browser, url: str, path: str, failures: list, opened: asyncio.Event) -> None:
+    """Open a worst link; ``opened`` is set once the page shows its message or its progress
+    bar (the serving link then computes on until its time budget); the tab stays open until
+    its script has finished."""
     ctx = await browser.new_context()
     page = await ctx.new_page()
     try:
         await page.goto(url + path, timeout=PAGE_TIMEOUT_MS)
+        await page.wait_for_selector(OPENED, timeout=PAGE_TIMEOUT_MS)
+        opened.set()
         await page.wait_for_selector(IDLE, timeout=PAGE_TIMEOUT_MS)
+        await page.wait_for_selector('[data-testid="stProgress"]', state="detached",
+                                     timeout=PAGE_TIMEOUT_MS)
         if await page.get_by_test_id("stException").count():
             failures.append(f"{path[:40]}: exception shown")
     except Exception as e:         # noqa: BLE001
         failures.append(f"{path[:40]}: {type(e).__name__}")
     finally:
+        opened.set()
         await ctx.close()
 
 
-async def _run(url: str, server_pid: int | None, poller_pid: int) -> dict:
+async def _run(url: str, server_pid: int | None, helpers: set) -> dict:
     out = {"phases": [], "idle": [], "a": [], "b": [], "fail_a": [], "fail_b": [], "rss": []}
     async with async_api.async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                           args=CHROME_ARGS)
-        with Phase("idle", server_pid, poller_pid) as ph:
+        with Phase("idle", server_pid, helpers) as ph:
             await _session(browser, url, 3, out["idle"], out["fail_a"])
         out["phases"].append(ph)
-        with Phase("a", server_pid, poller_pid) as ph:
-            await asyncio.gather(_session(browser, url, 5, out["a"], out["fail_a"]),
-                                 *[_worst(browser, url, w, out["fail_a"]) for w in WORST_LINKS])
+        opened = [asyncio.Event() for _ in WORST_LINKS]
+        with Phase("a-open", server_pid, helpers) as ph:      # five tabs loading at once
+            tabs = [asyncio.create_task(_worst(browser, url, w, out["fail_a"], ev))
+                    for w, ev in zip(WORST_LINKS, opened)]
+            await asyncio.gather(*(ev.wait() for ev in opened))
         out["phases"].append(ph)
-        with Phase("b", server_pid, poller_pid) as ph:
+        with Phase("a", server_pid, helpers) as ph:           # worst links open, a user comes
+            await _session(browser, url, 5, out["a"], out["fail_a"])
+            await asyncio.gather(*tabs)
+        out["phases"].append(ph)
+        with Phase("b", server_pid, helpers) as ph:
             for r in range(ROUNDS):
                 await asyncio.gather(*[_session(browser, url, 1 + r * SESSIONS + i, out["b"],
                                                 out["fail_b"]) for i in range(SESSIONS)])
@@ -218,35 +258,56 @@ async def _run(url: str, server_pid: int | None, poller_pid: int) -> dict:
     return out
 
 
-def _health_in(lines: list[tuple[float, float]], ph: Phase) -> list[float]:
-    return [dt for t, dt in lines if ph.t0 <= t <= ph.t1]
+def _polls(lines: list[tuple[float, float, float]], ph: Phase, col: int) -> list[float]:
+    """Latencies of a phase's polls: col 1 = the app's health endpoint, 2 = the control."""
+    return [ln[col] for ln in lines if ph.t0 <= ln[0] <= ph.t1]
+
+
+def _slowest(lines: list[tuple[float, float, float]], ph: Phase, n: int = 3) -> str:
+    """The n slowest health polls of a phase: 'health/control latency@s after its start'."""
+    polls = sorted(((h, c, t - ph.t0) for t, h, c in lines if ph.t0 <= t <= ph.t1),
+                   reverse=True)
+    return ", ".join(f"{h:.2f}/{c:.2f}s@{at:.0f}s" for h, c, at in polls[:n])
 
 
 def _q(values: list[float], which: int) -> float:
     return statistics.quantiles(values, n=10)[which] if len(values) >= 2 else float("nan")
 
 
+def _report(lines: list, out: dict) -> dict:
+    """Print each phase's figures; the health latencies per phase."""
+    health = {}
+    for ph in out["phases"]:
+        h, c = _polls(lines, ph, 1), _polls(lines, ph, 2)
+        health[ph.name] = h
+        print(f"\n[load] phase {ph.name}: {ph.t1 - ph.t0:.0f} s wall; health n={len(h)} "
+              f"p50={statistics.median(h):.3f}s p90={_q(h, 8):.3f}s max={max(h):.3f}s "
+              f"(> 1 s: {sum(x > 1 for x in h)}); control max={max(c):.3f}s "
+              f"(> 1 s: {sum(x > 1 for x in c)}); CPU-s server {ph.server_cpu_s:.0f}, "
+              f"Chromium+driver {ph.browser_cpu_s:.0f}, whole machine {ph.machine_cpu_s:.0f} "
+              f"of {os.cpu_count()} x {ph.t1 - ph.t0:.0f}; slowest health/control "
+              f"{_slowest(lines, ph)}", end="")
+    return health
+
+
 def test_concurrent_sessions_with_hostile_links_open(server):  # noqa: F811 - fixture
     server_pid = _server_pid(server)
     rss_before = _rss_bytes(server_pid)
+    port = free_port()
+    control = subprocess.Popen([sys.executable, "-c", _CONTROL, str(port)])
     poller = subprocess.Popen([sys.executable, "-c", _POLLER, f"{server}/_stcore/health",
-                               str(HEALTH_EVERY_S)], stdout=subprocess.PIPE, text=True)
+                               f"http://127.0.0.1:{port}/", str(HEALTH_EVERY_S)],
+                              stdout=subprocess.PIPE, text=True)
     try:
-        out = asyncio.run(_run(server, server_pid, poller.pid))
+        out = asyncio.run(_run(server, server_pid, {poller.pid, control.pid}))
     finally:
         poller.terminate()
         text, _ = poller.communicate(timeout=10)
+        control.terminate()
+        control.wait(timeout=10)
     rss_after = _rss_bytes(server_pid)
-    lines = [(float(t), float(dt)) for t, dt in (ln.split() for ln in text.splitlines())]
-    health = {}
-    for ph in out["phases"]:
-        h = _health_in(lines, ph)
-        health[ph.name] = h
-        print(f"\n[load] phase {ph.name}: {ph.t1 - ph.t0:.0f} s wall, health n={len(h)} "
-              f"p50={statistics.median(h):.3f}s p90={_q(h, 8):.3f}s max={max(h):.3f}s "
-              f"(> 0.5 s: {sum(x > 0.5 for x in h)}); CPU-s server {ph.server_cpu_s:.0f}, "
-              f"Chromium+driver {ph.browser_cpu_s:.0f}, whole machine {ph.machine_cpu_s:.0f} "
-              f"of {os.cpu_count()} x {ph.t1 - ph.t0:.0f}", end="")
+    lines = [tuple(float(x) for x in ln.split()) for ln in text.splitlines()]
+    health = _report(lines, out)
     res, fails = out["b"], out["fail_b"]
     print(f"\n[load] idle render {out['idle'][0] if out['idle'] else float('nan'):.1f}s; "
           f"(a) {len(WORST_LINKS)} worst links + 1 user: user render "

@@ -39,7 +39,8 @@ def public_message(exc: BaseException) -> str:
 # Pages run in script threads that share the interpreter lock with the server's event loop
 # (health checks, other users' messages). At Python's default 5 ms switch interval a
 # computing page kept the health check waiting up to 1.07 s in the load test (5 worst links
-# and a user on 2 cores); at 1 ms its max was 0.07-0.34 s in 5 runs (tests/test_load.py, phase a).
+# and a user on 2 cores); at 1 ms its max was 0.07-0.34 s in 5 runs (tests/test_load.py,
+# phase a).
 SWITCH_INTERVAL_S = 0.001
 
 BUDGET_ADVICE = ("ask for less (fewer requests, rates, designs or generations) or run it "

@@ -12,6 +12,9 @@ the value and the range, so no analysis ever scales past these sizes.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from dataclasses import dataclass
 
 from .errors import ConfigError, require_float, require_int, short
@@ -90,6 +93,51 @@ MAX_TOML_VALUES = 20_000          # '=' and ',' in a TOML document (tomllib: ~20
 MAX_NAME_CHARS = 200              # a model or hardware name, a tier name
 MAX_CSV_FIELD_CHARS = 10_000      # one cell of an uploaded CSV
 MAX_TIER_ITEMS = 100_000          # placeable items of a memory-tier analysis
+
+
+# ---- time ----------------------------------------------------------------------------------
+# CPU seconds one run of a dashboard page may spend computing (the app sets it, the CLI does
+# not). Measured under AppTest on the 2-core test machine (entry run + page): every page at its
+# defaults needs <= 4 s (Serving "Latency vs load" 4.0 s, NSGA-II 100 x 40 1.0 s, Validation
+# 1.3 s), the heaviest legitimate link seen 15 s (Serving frontier, 20,000 requests on 8 GPUs);
+# the most a link may ask for runs for minutes (Serving, 20,000 requests x 30 rates: 199 s).
+# CPU time of the page's own thread, not wall time, so a crowd on the same server does not
+# make a normal page time out.
+PAGE_CPU_BUDGET_S = 20.0
+
+
+class TimeBudgetExceeded(ConfigError):
+    """A long computation stopped at its time budget (a clear message instead of a result)."""
+
+
+_BUDGET = threading.local()
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float, advice: str = ""):
+    """Inside the block, :func:`check_time_budget` (called in the long loops of the serving
+    simulation, the design-space search, NSGA-II and the parallel-plan search) raises
+    :class:`TimeBudgetExceeded` once this thread has spent ``seconds`` of CPU time in the
+    block; ``advice`` ends the message. Nested budgets never extend an outer one."""
+    outer = getattr(_BUDGET, "state", None)
+    deadline = time.thread_time() + seconds
+    if outer is not None and outer[0] < deadline:
+        deadline, seconds = outer[0], outer[1]
+    _BUDGET.state = (deadline, seconds, advice)
+    try:
+        yield
+    finally:
+        _BUDGET.state = outer
+
+
+def check_time_budget() -> None:
+    """Raise TimeBudgetExceeded if this thread's time budget is spent (no budget: no-op)."""
+    state = getattr(_BUDGET, "state", None)
+    if state is not None and time.thread_time() > state[0]:
+        _, seconds, advice = state
+        raise TimeBudgetExceeded(
+            f"stopped after {seconds:g} s of computation, the time budget of one page on this "
+            f"shared server{': ' + advice if advice else ''}")
 
 
 def _find(name: str) -> Bound:

@@ -537,6 +537,24 @@ def _model_section() -> None:
                 f"'{escape_md(model_label(ss['model']))}' is used.")
 
 
+def _number_box(where, label: str, key: str, lo, hi, **kwargs):
+    """A sidebar number box (bound to ``st.session_state[key]``) whose first paint shows the
+    scenario's value.
+
+    Streamlit's number box first paints the element's *default* and applies a value set
+    through ``st.session_state`` one render later (tests/test_first_paint.py records
+    Batch 1, Prompt 0 for a link with batch=7, prompt=4096). On a busy machine that first paint
+    lasted seconds: the load test read Batch 1 in 4 of 36 linked sessions although the session
+    (and the URL) held the link's value. So the current value is also given as the box's
+    default; a keyed box's identity does not depend on it, so this never resets the box."""
+    v = st.session_state.get(key)
+    if v is not None:
+        v = type(lo)(v)
+    if v is None or lo <= v <= hi:      # (state is validated; out of range: Streamlit's error)
+        kwargs["value"] = v
+    return where.number_input(label, lo, hi, key=key, **kwargs)
+
+
 def _reset_arch() -> None:
     for k in ARCH_KEYS:
         st.session_state[k] = None
@@ -575,8 +593,7 @@ def _architecture_editor() -> None:
             if a.field == "shared_intermediate_size" and base.moe is None:
                 continue
             shown = pv if pv is not None else ("dense" if a.field in _MOE_FIELDS else "none")
-            st.number_input(a.label, *a.range, value=None, key=a.key, step=1,
-                            placeholder=f"preset: {shown}")
+            _number_box(st, a.label, a.key, *a.range, step=1, placeholder=f"preset: {shown}")
         for c in ARCH_CHOICES:
             pv = _preset_value(base, c.field)
             if c.field.startswith("rope") and base.position is not PositionKind.ROPE:
@@ -585,9 +602,8 @@ def _architecture_editor() -> None:
                 st.selectbox(c.label, [None, *c.options], key=c.key,
                              format_func=lambda o, pv=pv: f"preset: {pv}" if o is None else o)
             else:
-                st.number_input(c.label, min_value=c.lo + 1e-9, max_value=c.hi, value=None,
-                                key=c.key, format="%g", step=None,
-                                placeholder=f"preset: {pv:g}" if pv else "preset")
+                _number_box(st, c.label, c.key, c.lo + 1e-9, c.hi, format="%g", step=None,
+                            placeholder=f"preset: {pv:g}" if pv else "preset")
         if n_edit:
             st.button("Reset to preset", key="_reset_arch", on_click=_reset_arch)
 
@@ -650,9 +666,8 @@ def _hardware_section(scn: Scenario | None) -> None:
             pv = preset_vals[o.key]
             shown = "none" if pv is None else format_number(
                 float(f"{pv / o.to_si:.6g}"))
-            st.number_input(o.label, min_value=o.lo + (1e-9 if o.lo_open else 0.0),
-                            max_value=o.hi, value=None, key=o.key, format="%g",
-                            placeholder=f"preset: {shown}", step=None)
+            _number_box(st, o.label, o.key, o.lo + (1e-9 if o.lo_open else 0.0), o.hi,
+                        format="%g", placeholder=f"preset: {shown}", step=None)
         if n_over:
             st.button("Reset to preset", key="_reset_hw", on_click=_reset_overrides)
         _hardware_download(hw)
@@ -681,25 +696,23 @@ def _precision_section() -> None:
                  on_change=_on_precision_change,
                  help="Fills the bit fields below; edit them to go custom.")
     c1, c2, c3 = st.columns(3)
-    c1.number_input("Weight bits", lo, hi, key="wbits", step=0.5, format="%g",
-                    on_change=_on_wbits_change, help="Sets every weight component below.")
-    c2.number_input("Act. bits", lo, hi, key="abits", step=0.5, format="%g",
-                    help="Activation bits")
-    c3.number_input("KV bits", lo, hi, key="kvbits", step=0.5, format="%g",
-                    help="KV cache bits")
+    _number_box(c1, "Weight bits", "wbits", lo, hi, step=0.5, format="%g",
+                on_change=_on_wbits_change, help="Sets every weight component below.")
+    _number_box(c2, "Act. bits", "abits", lo, hi, step=0.5, format="%g", help="Activation bits")
+    _number_box(c3, "KV bits", "kvbits", lo, hi, step=0.5, format="%g", help="KV cache bits")
     with st.expander("Per-component weights & compute type"):
-        st.number_input("Attention weights (bits)", lo, hi, key="wattn", step=0.5, format="%g")
-        st.number_input("FFN / expert weights (bits)", lo, hi, key="wffn", step=0.5, format="%g")
-        st.number_input("Embedding / LM head (bits)", lo, hi, key="wemb", step=0.5, format="%g")
+        _number_box(st, "Attention weights (bits)", "wattn", lo, hi, step=0.5, format="%g")
+        _number_box(st, "FFN / expert weights (bits)", "wffn", lo, hi, step=0.5, format="%g")
+        _number_box(st, "Embedding / LM head (bits)", "wemb", lo, hi, step=0.5, format="%g")
         st.selectbox("Compute data type", list(DTYPES), key="dtype",
                      help="Selects the hardware peak the matmuls run at (bf16 = fp16).")
 
 
 def _workload_section() -> None:
     c1, c2, c3 = st.columns(3)
-    c1.number_input("Batch", *BATCH_RANGE, key="batch", step=1)
-    c2.number_input("Prompt", *TOKENS_RANGE, key="prompt", step=256, help="Prompt tokens")
-    c3.number_input("Generate", *TOKENS_RANGE, key="gen", step=64, help="Generated tokens")
+    _number_box(c1, "Batch", "batch", *BATCH_RANGE, step=1)
+    _number_box(c2, "Prompt", "prompt", *TOKENS_RANGE, step=256, help="Prompt tokens")
+    _number_box(c3, "Generate", "gen", *TOKENS_RANGE, step=64, help="Generated tokens")
     st.toggle("FlashAttention (fused)", key="flash")
 
 

@@ -24,6 +24,7 @@ from ..metrics.carbon import grid_region
 from ..metrics.cost import MetricsSettings
 from .space import base_key, key_dtype
 from ..errors import ConfigError
+from ..limits import check_time_budget
 from ..hardware import Efficiency, Hardware, MemoryTier
 from ..model import Model
 from .pareto import pareto_mask
@@ -192,6 +193,7 @@ class DesignContext:
         step = max(1, int(chunk_points or CHUNK_POINTS))
         names = tuple(m.name for m in self.physics.memories)
         for s in range(0, n, step):
+            check_time_budget()
             part = {k: v[s:s + step] for k, v in cols.items()}
             c, r = self._evaluate_chunk(part, "tdp" in vals, "price" in vals)
             yield s, Evaluation(c, r, names)

@@ -28,6 +28,7 @@ from . import evaluation as dse
 from . import physics as phys
 from .space import SearchSpace, sample, unit_to_axis
 from ..errors import ConfigError, require_int
+from ..limits import check_time_budget
 from .pareto import Hypervolume, hypervolume, pareto_mask
 
 
@@ -109,6 +110,7 @@ def _pymoo_parts(su: _Setup, history: list, senses, ideal, nadir, generations, p
 
     class _History(Callback):
         def notify(self, algorithm):
+            check_time_budget()
             cv = algorithm.pop.get("CV").ravel()
             f = algorithm.pop.get("F")[cv <= 0] * su.flip
             history.append(Generation(algorithm.n_gen, algorithm.evaluator.n_eval,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from ..analysis import analyze
 from ..errors import ConfigError
+from ..limits import check_time_budget
 from ..hardware import Hardware
 from ..model import Model
 from .evaluation import shard_analyze
@@ -144,6 +145,7 @@ def search_plans(model: Model, hardware: Hardware, precision: Precision, workloa
     plans = candidate_plans(model, limit, batch_room, exact_devices)
     found = []
     for i, plan in enumerate(plans):
+        check_time_budget()
         if progress is not None:
             progress(i / max(1, len(plans)))
         cand = _evaluate(model, hardware, precision, workload, plan, fill_batch, batch_cap)

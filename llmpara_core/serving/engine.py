@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
+from ..limits import check_time_budget
 from ..operators import causal_pairs
 from .config import EngineConfig
 from .cost import IterationCost
@@ -141,6 +142,7 @@ def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
     finished = 0
     last_report = 0
     while finished < n:
+        check_time_budget()
         finished += _step(st)
         if progress is not None and finished - last_report >= max(1, n // 50):
             last_report = finished

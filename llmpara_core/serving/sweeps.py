@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError
+from ..limits import TimeBudgetExceeded
 from ..hardware import Efficiency, Hardware
 from ..model import Model
 from ..parallel import ParallelPlan
@@ -110,6 +111,8 @@ def frontier(model: Model, hardware: Hardware, precision: Precision, cfg: Engine
             pts.append(FrontierPoint(plan.tp, plan.pp, int(cap), cost.devices,
                                      s.output_tokens_per_s_per_gpu, s.tpot_s.p50, s.ttft_s.p50,
                                      False))
+        except TimeBudgetExceeded:
+            raise                       # not a reason of this plan: the whole sweep stops
         except ConfigError as e:
             pts.append(FrontierPoint(plan.tp, plan.pp, int(cap), plan.tp * plan.pp, math.nan,
                                      math.nan, math.nan, False, str(e).splitlines()[0]))

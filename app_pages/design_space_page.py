@@ -6,7 +6,6 @@ Overview". Thin: widgets -> llmpara_core.dse / dse_nsga -> Plotly."""
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
@@ -25,6 +24,7 @@ from ui.opened_design import OPENED
 from ui.scenario import (add_warning, chart_config, get_scenario, hardware_label,
                          hardware_options, register_link_param, url_multiselect, url_number,
                          url_segmented, url_selectbox, url_toggle)
+from ui.shared_results import shared
 from ui.tables import download_csv, download_json
 
 PRESET_BASE = "preset"
@@ -38,7 +38,8 @@ DESIGN_LABELS = {"peak_tflops": "peak TFLOP/s", "bw_gbps": "bandwidth GB/s",
                  "cap_gb": "capacity GB", "memory": "memory", "sram_mb": "SRAM MB",
                  "tdp_w": "TDP W", "price_usd": "price USD", "area_mm2": "die mm²",
                  "embodied_kgco2e": "embodied kgCO2e"}
-_CACHE, _APPLIED, _PICK = "_ds_cache", "_ds_applied", "ds_pick"
+_APPLIED, _PICK = "_ds_applied", "ds_pick"
+CACHE_ENTRIES = 8
 DESIGN_NAME = OPENED        # the opened design's honest name (ui/opened_design.py)
 OVERVIEW = "app_pages/overview_page.py"
 
@@ -73,10 +74,12 @@ def run(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tup
         pop: int, gens: int) -> dict:
     key = (ctx, space, method, n if method in ("random", "lhs") else 0, seed, objs,
            (pop, gens) if method == "nsga" else None)
-    cache = st.session_state.setdefault(_CACHE, OrderedDict())
-    if key in cache:
-        cache.move_to_end(key)
-        return cache[key]
+    return shared("design-space", CACHE_ENTRIES).get(key, lambda: _compute(
+        ctx, space, method, n, seed, objs, pop, gens))
+
+
+def _compute(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tuple,
+             pop: int, gens: int) -> dict:
     big = method == "nsga" or (method != "grid" and n >= PROGRESS_ABOVE) or (
         method == "grid" and space.grid_size >= PROGRESS_ABOVE)
     bar = st.progress(0.0, text="Evaluating designs…") if big else None
@@ -98,9 +101,6 @@ def run(ctx: dse.DesignContext, space, method: str, n: int, seed: int, objs: tup
         out["evaluated"] = out["n"]
     if bar:
         bar.empty()
-    cache[key] = out
-    while len(cache) > 3:
-        cache.popitem(last=False)
     return out
 
 

@@ -18,6 +18,7 @@ from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from ui.format import escape_md, fmt_int, fmt_time, sig
+from ui.shared_results import shared
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
                          url_toggle)
 from ui.tables import download_csv, download_json
@@ -29,8 +30,7 @@ TRI = ("default", "on", "off")
 COLORS = {"p50": "#4C78A8", "p90": "#F58518", "p99": "#E45756", "batch": "#4C78A8",
           "kv": "#54A24B", "slo": "#8C8C8C", "knee": "#B279A2"}
 MAX_PLOT_POINTS = 4000
-CACHE_KEY = "_serving_cache"
-CACHE_ENTRIES = 6
+CACHE_ENTRIES = 16
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -43,20 +43,15 @@ def show(fig: go.Figure, key: str) -> None:
 
 
 def cached(key: tuple, fn, text: str):
-    """``fn(progress)`` once per distinct ``key`` in this session, with a progress bar while it
-    runs (st.cache_data would not replay the bar)."""
-    store = st.session_state.setdefault(CACHE_KEY, {})
-    if key in store:
-        return store[key]
-    bar = st.progress(0.0, text=text)
-    try:
-        out = fn(lambda f: bar.progress(min(1.0, max(0.0, f)), text=text))
-    finally:
-        bar.empty()
-    if len(store) >= CACHE_ENTRIES:
-        store.pop(next(iter(store)))
-    store[key] = out
-    return out
+    """``fn(progress)`` once per distinct ``key`` on this server (shared by every session: a
+    crowd opening the same link computes it once), with a progress bar while it runs."""
+    def compute():
+        bar = st.progress(0.0, text=text)
+        try:
+            return fn(lambda f: bar.progress(min(1.0, max(0.0, f)), text=text))
+        finally:
+            bar.empty()
+    return shared("serving", CACHE_ENTRIES).get(key, compute)
 
 
 scn = get_scenario()

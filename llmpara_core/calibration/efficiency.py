@@ -186,8 +186,9 @@ def framework_of_label(label: str) -> str | None:
 
 def table_from_dict(data: dict, source: str = "") -> EfficiencyTable:
     """An EfficiencyTable from the TOML structure of ``presets/tables/efficiency.toml``;
-    classes the table lacks keep the provisional constants of ``hardware.CLASS_DEFAULTS``."""
-    classes = {c: CLASS_DEFAULTS[c].efficiency for c in HardwareClass}
+    classes the table lacks keep the provisional constants (``hardware.PROVISIONAL_EFFICIENCY``,
+    not ``CLASS_DEFAULTS``, which hold the table this process imported)."""
+    classes = dict(PROVISIONAL_EFFICIENCY)
     rows = {}
     for name, kwargs in efficiency_table.class_values(data).items():
         cls = _class(name)
@@ -296,6 +297,10 @@ HEADER = """\
 #                  forward reaches up to 73 % of A100's peak (Dao 2023, arXiv:2307.08691)
 #                  where large GEMMs reach about 90 %). Stacks without batched rows of their
 #                  own (vllm, sglang) borrow tensorrt-llm's GPU-kernel values (note says so).
+# Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
+# device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
+# the same chip together) and refits without it -- a class or technology left with too few
+# rows then falls back to the provisional constants, never to values fitted with the device.
 """
 
 

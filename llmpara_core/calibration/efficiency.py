@@ -286,6 +286,14 @@ HEADER = """\
 #                  (Shah et al. 2024, arXiv:2407.08608, section 1) -> 0.35/0.75 ~ 0.5; the
 #                  same assumed for datacenter Blackwell (tcgen05). Not fitted (no llama.cpp
 #                  Hopper rows in the data); stacks with native_kernels = true skip it.
+#                  memory_factor_<family> (gddr, hbm, lpddr, ddr): fraction of its memory
+#                  technology's weight-streaming value a discrete-GPU generation's memory
+#                  controllers for that family reach (Ada GDDR6X/GDDR6 above, Ampere GDDR6X/
+#                  GDDR6 below the technology's pooled value); fitted on the reference rows of
+#                  >= 2 devices and >= 6 rows per (generation, family), none for Apple SoCs
+#                  (generation factors fitted on Apple rows did not carry to a held-out Apple
+#                  device). ampere/hbm is fitted on the same A100 rows as HBM2e, so the data
+#                  cannot separate the two: it comes out at 1.
 # [framework.*]    per stack: *_scale multiply the reference values; absolute values replace
 #                  them: compute, gemm_half_tokens (M at which GEMMs reach half of compute:
 #                  tile and wave quantisation), kv_read (paged attention / FlashDecoding split

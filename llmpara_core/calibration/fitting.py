@@ -33,11 +33,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile, memory_type_of
+from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
+                         memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, nelder_mead, weights)
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
-                        kernel_class, memory_family)
+                        kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
 from .measurements import Mapped, efficiency_class, lacks_tensor_peak  # noqa: F401
 from .stack_fit import (BORROW_KERNELS, _borrowed, fit_framework,  # noqa: F401
@@ -175,6 +176,57 @@ def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, 
     return out, counts
 
 
+# ---- architecture memory factor --------------------------------------------------------------
+
+MIN_ARCH_DEVICES = 2      # a generation's factor needs two of its devices (else: one device's)
+# Discrete GPUs only: within an Apple generation the memory system spans 128- to 1024-bit
+# buses and two-die Ultras, and generation factors fitted on Apple rows did not carry to the
+# held-out Apple device (leave-one-device-out unified-soc 6.2 % -> 6.7 % with them).
+ARCH_MEMORY_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)
+
+
+def fit_arch_memory(rows: list[Mapped], table: EfficiencyTable) -> dict:
+    """{(architecture, factor key): memory_factor}: how much of its memory technology's
+    weight-streaming fraction one GPU generation's memory controllers for one memory family
+    reach (``hardware.memory_factor_key``), on the reference decode rows with class and
+    technology values held; only where ``MIN_ARCH_DEVICES`` devices and ``MIN_DECODE_ROWS``
+    rows carry it."""
+    groups: dict[tuple, list[Mapped]] = defaultdict(list)
+    for cls, rs in class_rows(rows).items():
+        if cls not in ARCH_MEMORY_CLASSES:
+            continue
+        for r in rs:
+            arch, key = architecture_of(r.hardware), memory_factor_key(r.hardware.memory_type)
+            if arch and key and r.measurement.metric == "decode_tok_s":
+                groups[(arch, key)].append(r)
+    out = {}
+    for group, rs in sorted(groups.items()):
+        if len(rs) < MIN_DECODE_ROWS or len({r.hardware.slug for r in rs}) < MIN_ARCH_DEVICES:
+            continue
+        feats, bases = [features(r) for r in rs], [table.efficiency_for(r.hardware) for r in rs]
+        meas = np.array([r.measurement.value for r in rs])
+        w = weights(rs)
+
+        def loss(x):
+            pred = np.array([f.predict(replace(b, memory=min(1.0, b.memory * math.exp(x[0]))))
+                             for f, b in zip(feats, bases)])
+            return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+        x = nelder_mead(loss, nelder_mead(loss, np.zeros(1), step=0.1), step=0.02)
+        out[group] = float(math.exp(x[0]))
+    return out
+
+
+def _with_arch_memory(table: EfficiencyTable, rows: list[Mapped]) -> EfficiencyTable:
+    """``table`` with its architecture memory factors refitted on ``rows`` (none kept from
+    ``table``: a refit without a device must not keep what was fitted with it)."""
+    arch = {k: {kk: vv for kk, vv in v.items() if not kk.startswith("memory_factor")}
+            for k, v in table.architectures.items()}
+    table = replace(table, architectures=arch)
+    for (name, key), f in fit_arch_memory(rows, table).items():
+        arch.setdefault(name, {})[key] = f
+    return replace(table, architectures={k: v for k, v in arch.items() if v})
+
+
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
@@ -200,6 +252,7 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         mt, mt_rows = fit_memory_types(rows, table)
         kept = {k: v for k, v in base.memory_types.items() if not base.memory_type_rows.get(k)}
         table = replace(table, memory_types={**kept, **mt}, memory_type_rows=mt_rows)
+        table = _with_arch_memory(table, rows)
     fws = dict(base.frameworks)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0],

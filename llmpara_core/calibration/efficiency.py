@@ -39,7 +39,6 @@ from .. import efficiency_table
 from ..errors import ConfigError, did_you_mean
 from ..hardware import (
     ARCHITECTURE_EFFICIENCY,
-    CLASS_DEFAULTS,
     MEMORY_TYPE_EFFICIENCY,
     PROVISIONAL_EFFICIENCY,
     Efficiency,

@@ -94,7 +94,9 @@ def architecture_values(table: dict | None = None) -> dict[str, dict]:
     """``[architecture.<arch>]``: lower-case architecture -> {compute, legacy_kernel_factor}
     (GEMM fraction of the dense peak reached by the reference stack; the factor by which
     kernels written for an older generation fall short of this one's peak)."""
-    return _keyed_numbers("architecture", ("compute", "legacy_kernel_factor"), table)
+    return _keyed_numbers("architecture", ("compute", "legacy_kernel_factor")
+                          + tuple(f"memory_factor_{f}" for f in ("lpddr", "gddr", "hbm", "ddr")),
+                          table)
 
 
 def device_classes(table: dict | None = None) -> dict[str, str]:

@@ -234,6 +234,17 @@ def enum_key(v) -> str | None:
     return v.strip().lower() if isinstance(v, str) and v.strip() else None
 
 
+MEMORY_FAMILIES = ("lpddr", "gddr", "hbm", "ddr")
+
+
+def memory_factor_key(memory_type) -> str | None:
+    """Key of an architecture's memory-controller factor for this memory technology's family
+    ("GDDR6X" -> "memory_factor_gddr"): one generation's GDDR and HBM controllers are
+    different designs (GA102 vs GA100), so each family has its own factor."""
+    t = enum_key(memory_type)
+    return f"memory_factor_{memory_family(t)}" if t else None
+
+
 def lookup_memory_type(memory_type, table: dict) -> dict:
     """The entry of ``memory_type`` (exact, else its family) in ``table`` ({} if neither)."""
     t = enum_key(memory_type)
@@ -281,6 +292,9 @@ def generic_efficiency(cls: HardwareClass, memory_type, architecture, classes: d
     arch = ((ARCHITECTURE_EFFICIENCY if architectures is None else architectures)
             .get(enum_key(architecture) or "", {}))
     changes = {k: v for k, v in mem.items() if k == "memory"}
+    factor = arch.get(memory_factor_key(memory_type) or "")
+    if factor is not None and cls in MEMORY_TYPE_CLASSES:
+        changes["memory"] = min(1.0, changes.get("memory", eff.memory) * factor)
     if "compute" in arch:
         changes["compute"] = arch["compute"]
     if "legacy_kernel_factor" in arch:

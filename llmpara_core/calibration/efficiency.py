@@ -39,7 +39,6 @@ from .. import efficiency_table
 from ..errors import ConfigError, did_you_mean
 from ..hardware import (
     ARCHITECTURE_EFFICIENCY,
-    CLASS_DEFAULTS,
     MEMORY_TYPE_EFFICIENCY,
     PROVISIONAL_EFFICIENCY,
     Efficiency,
@@ -186,8 +185,9 @@ def framework_of_label(label: str) -> str | None:
 
 def table_from_dict(data: dict, source: str = "") -> EfficiencyTable:
     """An EfficiencyTable from the TOML structure of ``presets/tables/efficiency.toml``;
-    classes the table lacks keep the provisional constants of ``hardware.CLASS_DEFAULTS``."""
-    classes = {c: CLASS_DEFAULTS[c].efficiency for c in HardwareClass}
+    classes the table lacks keep the provisional constants (``hardware.PROVISIONAL_EFFICIENCY``,
+    not ``CLASS_DEFAULTS``, which hold the table this process imported)."""
+    classes = dict(PROVISIONAL_EFFICIENCY)
     rows = {}
     for name, kwargs in efficiency_table.class_values(data).items():
         cls = _class(name)
@@ -285,6 +285,14 @@ HEADER = """\
 #                  (Shah et al. 2024, arXiv:2407.08608, section 1) -> 0.35/0.75 ~ 0.5; the
 #                  same assumed for datacenter Blackwell (tcgen05). Not fitted (no llama.cpp
 #                  Hopper rows in the data); stacks with native_kernels = true skip it.
+#                  memory_factor_<family> (gddr, hbm, lpddr, ddr): fraction of its memory
+#                  technology's weight-streaming value a discrete-GPU generation's memory
+#                  controllers for that family reach (Ada GDDR6X/GDDR6 above, Ampere GDDR6X/
+#                  GDDR6 below the technology's pooled value); fitted on the reference rows of
+#                  >= 2 devices and >= 6 rows per (generation, family), none for Apple SoCs
+#                  (generation factors fitted on Apple rows did not carry to a held-out Apple
+#                  device). ampere/hbm is fitted on the same A100 rows as HBM2e, so the data
+#                  cannot separate the two: it comes out at 1.
 # [framework.*]    per stack: *_scale multiply the reference values; absolute values replace
 #                  them: compute, gemm_half_tokens (M at which GEMMs reach half of compute:
 #                  tile and wave quantisation), kv_read (paged attention / FlashDecoding split
@@ -296,6 +304,10 @@ HEADER = """\
 #                  forward reaches up to 73 % of A100's peak (Dao 2023, arXiv:2307.08691)
 #                  where large GEMMs reach about 90 %). Stacks without batched rows of their
 #                  own (vllm, sglang) borrow tensorrt-llm's GPU-kernel values (note says so).
+# Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
+# device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
+# the same chip together) and refits without it -- a class or technology left with too few
+# rows then falls back to the provisional constants, never to values fitted with the device.
 """
 
 

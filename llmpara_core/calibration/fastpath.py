@@ -4,6 +4,7 @@ optimiser and loss the fits share (:mod:`llmpara_core.calibration.fitting`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -80,7 +81,10 @@ class RowFeatures:
         return b * wl.gen_len / (pre + (wl.gen_len - 1) * step)
 
 
+@functools.lru_cache(maxsize=4096)
 def features(row: Mapped) -> RowFeatures:
+    """A row's operators at ideal rates (cached: every leave-one-device-out refit reuses
+    them; the arrays are never written)."""
     rep = analyze(row.model, replace(row.hardware, efficiency=IDEAL), row.precision,
                   row.workload)
     return RowFeatures(row, PhaseArrays.of(rep.prefill), PhaseArrays.of(rep.decode),

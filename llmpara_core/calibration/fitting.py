@@ -1,12 +1,12 @@
 """Fit the efficiency model (:mod:`llmpara_core.calibration.efficiency`) to measurements.
 
 1. **Classes** -- on single-device batch-1 llama.cpp rows (the reference stack, measured on
-   every class), per hardware class with at least ``MIN_DEVICES`` devices and
-   ``MIN_DECODE_ROWS`` decode rows: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and
+   every class), per hardware class with at least ``MIN_DECODE_ROWS`` decode rows on
+   ``MIN_DEVICES`` devices: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and
    ``compute`` (prefill, when the class has ``MIN_PREFILL_ROWS`` prefill rows).
 2. **Memory technologies** -- the same rows grouped by the preset's ``memory_type``: ``memory``
-   with the kernel class's overhead, KV-read fraction and compute held (a technology needs
-   ``MIN_DEVICES`` devices; devices without ``memory_type`` use their class).
+   with the kernel class's overhead, KV-read fraction and compute held (the same minimum of
+   rows; devices without ``memory_type`` use their class).
 3. **Stacks** -- with 1-2 fixed, each other stack's ``memory_scale`` and ``overhead_scale`` on
    its batch-1 decode rows, ``compute_scale`` on its prefill/TTFT rows and, on its batched rows
    (running or static batch > 1, single device), the absolute ``compute``,
@@ -18,6 +18,11 @@ Loss: pseudo-Huber (``HUBER_DELTA``) of log(predicted / measured), each row weig
 Predictions in the fit use per-operator rows of one ideal ``analyze`` run per row and
 ``roofline.op_time_s`` (decode: the mean step); the final errors are always recomputed with the
 full core.
+
+Leave-one-device-out (``leave_one_device_out``) refits everything the held-out device's rows
+touched, holds out presets of the same physical device together (``device_key``) and never
+lets a value fitted with the device survive: a class or technology without enough rows left
+falls back to the provisional constants.
 """
 
 from __future__ import annotations
@@ -28,18 +33,29 @@ from dataclasses import replace
 
 import numpy as np
 
-from .efficiency import FRAMEWORKS, EfficiencyTable, FrameworkProfile, memory_type_of
+from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
+                         memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, nelder_mead, weights)
-from ..hardware import MEMORY_TYPE_CLASSES, Efficiency, HardwareClass, kernel_class, memory_family
+from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
+                        kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
 from .measurements import Mapped, efficiency_class, lacks_tensor_peak  # noqa: F401
 from .stack_fit import (BORROW_KERNELS, _borrowed, fit_framework,  # noqa: F401
                         fit_tp_profiles, predictor)
 
-MIN_DEVICES = 2
-MIN_DECODE_ROWS = 8
+# A class or memory technology is fitted where its batch-1 decode rows pin its values: six rows
+# (model sizes and decode lengths varying) on at least one device. Fitting on one device is
+# allowed because leave-one-device-out is the check against one device's quirks; a fold left
+# with fewer rows falls back to the provisional values (``fit_table``).
+MIN_DEVICES = 1
+MIN_DECODE_ROWS = 6
 MIN_PREFILL_ROWS = 4
+RESTARTS = 4                     # Nelder-Mead restarts of a class fit (converged: start-independent)
+# The GEMM fractions (compute, attention_compute) need prefill rows of two devices: one
+# device's prefill rows can be off by 10x (an A100 SXM notebook's F16 prompts at 3 % of peak),
+# and with one device they would set the class alone.
+MIN_PREFILL_DEVICES = 2
 REFERENCE_FRAMEWORK = "llama.cpp"
 # Kernel launch overhead is a property of the runtime (CUDA driver, graph launch), not of the
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
@@ -64,8 +80,9 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
               overhead_s: float | None = None) -> Efficiency:
     """Class efficiency minimising the weighted loss over ``feats`` (``overhead_s`` given =
     the kernel overhead is held at that value)."""
-    fit_compute = sum(f.row.measurement.metric != "decode_tok_s" for f in feats) \
-        >= MIN_PREFILL_ROWS
+    prefill = [f.row for f in feats if f.row.measurement.metric != "decode_tok_s"]
+    fit_compute = (len(prefill) >= MIN_PREFILL_ROWS
+                   and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
 
@@ -80,7 +97,12 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
                    _logit(base.kv_read), _logit(base.compute),
                    _logit(base.attention_compute)])
     x = nelder_mead(loss, x0, step=1.0)
-    x = nelder_mead(loss, x, step=0.2)                 # restart: Nelder-Mead can stall
+    for _ in range(RESTARTS):            # restart until it stops improving: Nelder-Mead stalls
+        x_new = nelder_mead(loss, x, step=0.2)
+        improved = loss(x_new) < loss(x) - 1e-9
+        x = x_new if improved else x
+        if not improved:
+            break
     return _unpack(x, base, fit_compute, overhead_s)
 
 
@@ -154,6 +176,57 @@ def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, 
     return out, counts
 
 
+# ---- architecture memory factor --------------------------------------------------------------
+
+MIN_ARCH_DEVICES = 2      # a generation's factor needs two of its devices (else: one device's)
+# Discrete GPUs only: within an Apple generation the memory system spans 128- to 1024-bit
+# buses and two-die Ultras, and generation factors fitted on Apple rows did not carry to the
+# held-out Apple device (leave-one-device-out unified-soc 6.2 % -> 6.7 % with them).
+ARCH_MEMORY_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)
+
+
+def fit_arch_memory(rows: list[Mapped], table: EfficiencyTable) -> dict:
+    """{(architecture, factor key): memory_factor}: how much of its memory technology's
+    weight-streaming fraction one GPU generation's memory controllers for one memory family
+    reach (``hardware.memory_factor_key``), on the reference decode rows with class and
+    technology values held; only where ``MIN_ARCH_DEVICES`` devices and ``MIN_DECODE_ROWS``
+    rows carry it."""
+    groups: dict[tuple, list[Mapped]] = defaultdict(list)
+    for cls, rs in class_rows(rows).items():
+        if cls not in ARCH_MEMORY_CLASSES:
+            continue
+        for r in rs:
+            arch, key = architecture_of(r.hardware), memory_factor_key(r.hardware.memory_type)
+            if arch and key and r.measurement.metric == "decode_tok_s":
+                groups[(arch, key)].append(r)
+    out = {}
+    for group, rs in sorted(groups.items()):
+        if len(rs) < MIN_DECODE_ROWS or len({r.hardware.slug for r in rs}) < MIN_ARCH_DEVICES:
+            continue
+        feats, bases = [features(r) for r in rs], [table.efficiency_for(r.hardware) for r in rs]
+        meas = np.array([r.measurement.value for r in rs])
+        w = weights(rs)
+
+        def loss(x):
+            pred = np.array([f.predict(replace(b, memory=min(1.0, b.memory * math.exp(x[0]))))
+                             for f, b in zip(feats, bases)])
+            return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+        x = nelder_mead(loss, nelder_mead(loss, np.zeros(1), step=0.1), step=0.02)
+        out[group] = float(math.exp(x[0]))
+    return out
+
+
+def _with_arch_memory(table: EfficiencyTable, rows: list[Mapped]) -> EfficiencyTable:
+    """``table`` with its architecture memory factors refitted on ``rows`` (none kept from
+    ``table``: a refit without a device must not keep what was fitted with it)."""
+    arch = {k: {kk: vv for kk, vv in v.items() if not kk.startswith("memory_factor")}
+            for k, v in table.architectures.items()}
+    table = replace(table, architectures=arch)
+    for (name, key), f in fit_arch_memory(rows, table).items():
+        arch.setdefault(name, {})[key] = f
+    return replace(table, architectures={k: v for k, v in arch.items() if v})
+
+
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
@@ -163,18 +236,23 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     memory-technology values of ``base`` (leave-one-out of a device without reference rows)."""
     classes, counts = dict(base.classes), dict(base.class_rows)
     by_cls = class_rows(rows) if classes_too else {}
-    order = sorted(by_cls, key=lambda c: c in SHARED_OVERHEAD)    # donors first
-    for cls in order:
-        rs = by_cls[cls]
+    # donors first; a class fitted in ``base`` is refitted or reset (values fitted on other
+    # rows never survive a refit: no leak in leave-one-device-out)
+    todo = set(by_cls) | ({c for c, n in counts.items() if n} if classes_too else set())
+    for cls in sorted(todo, key=lambda c: (c in SHARED_OVERHEAD, c.value)):
+        rs = by_cls.get(cls, [])
         if not fittable(rs):
+            classes[cls], counts[cls] = _start(cls, classes, counts), 0
             continue
-        classes[cls] = fit_class([features(r) for r in rs], classes[cls],
+        classes[cls] = fit_class([features(r) for r in rs], _start(cls, classes, counts),
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)
     table = replace(base, classes=classes, class_rows=counts)
-    mt, mt_rows = fit_memory_types(rows, table) if classes_too else ({}, {})
-    table = replace(table, memory_types={**base.memory_types, **mt},
-                    memory_type_rows={**base.memory_type_rows, **mt_rows})
+    if classes_too:
+        mt, mt_rows = fit_memory_types(rows, table)
+        kept = {k: v for k, v in base.memory_types.items() if not base.memory_type_rows.get(k)}
+        table = replace(table, memory_types={**kept, **mt}, memory_type_rows=mt_rows)
+        table = _with_arch_memory(table, rows)
     fws = dict(base.frameworks)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0],
@@ -199,27 +277,55 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     return replace(table, frameworks=fws)
 
 
+def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:
+    """Where a class fit starts, and what it keeps where its rows cannot pin a value: the
+    provisional constants, with the GEMM fractions of the class whose kernels it runs
+    (``SHARED_OVERHEAD``: datacenter GPUs run the consumer GPUs' CUDA kernels) when that class
+    is fitted."""
+    start = PROVISIONAL_EFFICIENCY[cls]
+    donor = SHARED_OVERHEAD.get(cls)
+    if donor is not None and counts.get(donor):
+        d = classes[donor]
+        start = replace(start, compute=d.compute, attention_compute=d.attention_compute)
+    return start
+
+
 def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict) -> float | None:
     donor = SHARED_OVERHEAD.get(cls)
     return classes[donor].kernel_overhead_s if donor is not None and counts.get(donor) else None
 
 
+def device_key(hardware) -> tuple:
+    """What makes two presets one physical device for leave-one-device-out: the same class,
+    architecture, memory technology, bandwidth, capacity and dense peaks. Presets differing
+    only in power limit or name (the gpt-fast box: an A100 SXM4 80GB capped at 330 W) are held
+    out together -- predicting one from the other would not be a new device."""
+    return (hardware.hw_class, hardware.architecture, hardware.memory_type,
+            hardware.memory_bandwidth_bytes_per_s, hardware.memory_capacity_bytes,
+            hardware.peak_fp16_flops_per_s, hardware.peak_fp32_flops_per_s)
+
+
 def leave_one_device_out(rows: list[Mapped], base: EfficiencyTable,
                          devices: list[str] | None = None) -> list:
-    """Held-out predictions (``measurements.Prediction``) of every row: for each device, the
-    table is refitted from ``base`` without that device's rows (the class and memory-technology
-    values only when the device has reference-stack rows, the stacks it was measured with) and
-    its rows are predicted with the full core. ``devices`` limits the devices held out."""
+    """Held-out predictions (``measurements.Prediction``) of every row: for each device (with
+    its twins, ``device_key``), the table is refitted from ``base`` without that device's rows
+    (the class and memory-technology values only when the device has reference-stack rows; a
+    class or technology left with too few rows falls back to the provisional values, never
+    to values fitted with the device), the stacks it was measured with, and its rows are
+    predicted with the full core. ``devices`` limits the devices held out."""
     from .measurements import predict_all
-    ref = {r.hardware.slug for rs in class_rows(rows).values() for r in rs}
-    out = []
-    for slug in sorted(devices or {r.hardware.slug for r in rows}):
-        test = [r for r in rows if r.hardware.slug == slug]
-        if not test:
+    ref = {device_key(r.hardware) for rs in class_rows(rows).values() for r in rs}
+    keys = {r.hardware.slug: device_key(r.hardware) for r in rows}
+    out, done = [], set()
+    for slug in sorted(devices or keys):
+        key = keys.get(slug)
+        if key is None or key in done:
             continue
-        train = [r for r in rows if r.hardware.slug != slug]
+        done.add(key)
+        test = [r for r in rows if device_key(r.hardware) == key]
+        train = [r for r in rows if device_key(r.hardware) != key]
         stacks = {r.framework for r in test if r.framework}
-        t = fit_table(train, base, only=stacks, classes_too=slug in ref)
+        t = fit_table(train, base, only=stacks, classes_too=key in ref)
         out += predict_all(test, t)[0]
     return out
 

@@ -45,6 +45,7 @@ class OpRow(MemoryTraffic):
     memory_s: float           # ideal bytes / bandwidth
     ideal_s: float
     estimated_s: float
+    kv_group: float = 1.0     # query heads per KV head of its KV reads (roofline.kv_read_factor)
 
     @property
     def bound(self) -> str:
@@ -251,7 +252,9 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
                  estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n,
-                                       flops if o.kind is OpKind.ATTENTION else 0.0))
+                                       flops if o.kind is OpKind.ATTENTION else 0.0,
+                                       o.kv_reread_bytes * n),
+                 kv_group=o.kv_group)
 
 
 def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -291,8 +294,10 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
             mem_a, mem_z = oa.memory_bytes * c, oz.memory_bytes * c
             ti = _sum_max_affine(oa.flops * c / ideal_r.flops_per_s, oz.flops * c / ideal_r.flops_per_s,
                                  mem_a / ideal_r.bytes_per_s, mem_z / ideal_r.bytes_per_s, n)
-            eff_a = effective_memory_bytes(mem_a, oa.kv_read_bytes * c, est_r)
-            eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r)
+            eff_a = effective_memory_bytes(mem_a, oa.kv_read_bytes * c, est_r,
+                                           oa.kv_reread_bytes * c)
+            eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r,
+                                           oz.kv_reread_bytes * c)
             te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
                                  eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)
             te += n * c * est_r.kernel_overhead_s
@@ -313,7 +318,8 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
     steps = hi - lo + 1
     rows = tuple(
         OpRow("decode", o.name, o.kind, o.group, o.count, *(v / steps for v in vals),
-              compute_s=ci / steps, memory_s=mi / steps, ideal_s=ti / steps, estimated_s=te / steps)
+              compute_s=ci / steps, memory_s=mi / steps, ideal_s=ti / steps, estimated_s=te / steps,
+              kv_group=o.kv_group)
         for o, vals, ci, mi, ti, te in acc.values())
     return Phase("decode", rows), total_ideal, total_est
 

@@ -92,8 +92,10 @@ def _attention_ops(model: Model, p: Precision, kind: LayerKind, b: int, s: int, 
     window = model.sliding_window if kind.sliding else None
     pairs = causal_pairs(s, c, window)
     kv_read = bits_to_bytes(b * keys_touched(s, c, window) * kvd, p.kv_bits)   # K or V
-    ops += _attention_core(b, n, d, d, pairs, tokens * qd, tokens * qd, kv_read, kv_read, 0.0,
+    core = _attention_core(b, n, d, d, pairs, tokens * qd, tokens * qd, kv_read, kv_read, 0.0,
                            a, flash)
+    ops += [replace(o, kv_group=float(model.gqa_group)) if o.kv_read_bytes else o
+            for o in core]                 # K/V shared by gqa_group query heads (1 = MHA)
     if model.attn_sub_norm:
         ops.append(norm("attn_sub_norm", tokens, qd, a, wa, model.norm_kind is NormKind.LAYER))
     ops.append(linear("o_proj", OpKind.OUT_PROJ, tokens, qd, h, wa, a, model.attention_out_bias))

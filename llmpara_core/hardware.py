@@ -88,7 +88,9 @@ class Efficiency:
     per kernel launch; ``step_overhead_s`` per forward pass (scheduler, sampling, host sync)
     and ``seq_overhead_s`` per sequence per pass (per-request CPU work of a serving engine).
     ``attention_compute`` is the fraction of that GEMM rate prefill attention kernels reach
-    (softmax, masking and the score matrix's tiles: attention FLOPs count 1 / it times)."""
+    (softmax, masking and the score matrix's tiles: attention FLOPs count 1 / it times).
+    ``kv_reread`` is the share of a GQA group's K/V each further query head of the group
+    reads again (``roofline.kv_read_factor``; 0 = once per group, 1 = once per query head)."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -97,6 +99,7 @@ class Efficiency:
     step_overhead_s: float = 0.0
     seq_overhead_s: float = 0.0
     attention_compute: float = 1.0
+    kv_reread: float = 0.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -108,6 +111,7 @@ class Efficiency:
         require_float("efficiency.seq_overhead_s", self.seq_overhead_s, lo=0, hi=1)
         require_float("efficiency.attention_compute", self.attention_compute, lo=0, hi=1,
                       lo_open=True)
+        require_float("efficiency.kv_reread", self.kv_reread, lo=0, hi=1)
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =

@@ -49,6 +49,13 @@ class MemoryTraffic:
                 + self.kv_read_bytes + self.kv_write_bytes)
 
     @property
+    def kv_reread_bytes(self) -> float:
+        """KV-cache reads x (query heads per KV head - 1): what the further query heads of each
+        GQA group would read again if each streamed its group's K/V itself
+        (``roofline.effective_memory_bytes``)."""
+        return self.kv_read_bytes * (getattr(self, "kv_group", 1.0) - 1.0)
+
+    @property
     def arithmetic_intensity(self) -> float | None:
         """FLOPs per byte of memory traffic; None when nothing moves."""
         b = self.memory_bytes
@@ -69,6 +76,7 @@ class Operator(MemoryTraffic):
     comm_bytes: float = 0.0
     count: int = 1
     group: str = ""            # layer group label ("global/dense", "model", ...)
+    kv_group: float = 1.0      # query heads sharing each K/V head read here (GQA group; 1 = MHA/MLA)
 
     @property
     def total_flops(self) -> float:
@@ -83,7 +91,7 @@ class Operator(MemoryTraffic):
         dataclasses.replace is too slow for the hot loop of the forward builder)."""
         return Operator(self.name, self.kind, self.flops, self.weight_bytes, self.act_read_bytes,
                         self.act_write_bytes, self.kv_read_bytes, self.kv_write_bytes,
-                        self.comm_bytes, count, group)
+                        self.comm_bytes, count, group, self.kv_group)
 
 
 def linear(name: str, kind: OpKind, tokens: float, d_in: int, d_out: int, w_bits: float,

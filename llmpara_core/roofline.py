@@ -4,7 +4,8 @@ time = max(FLOPs / peak, bytes / bandwidth) + kernels * overhead   (+ comm bytes
 
 *Ideal* uses peak rates and no overhead; *estimated* derates peak compute and bandwidth by the
 hardware's efficiency factors, streams KV-cache reads at ``kv_read`` of that bandwidth (the
-bytes count 1 / kv_read times) and adds a fixed launch overhead per kernel.
+bytes count 1 / kv_read times; stacks that read K/V per query head stream them
+``kv_read_factor`` times) and adds a fixed launch overhead per kernel.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Rates:
     kv_read_efficiency: float = 1.0      # KV-cache reads stream at this fraction of bytes_per_s
     pass_overhead_s: float = 0.0         # fixed cost per forward pass (scheduler, host sync)
     attention_efficiency: float = 1.0    # attention FLOPs run at this fraction of flops_per_s
+    kv_reread: float = 0.0               # share of K/V re-read per extra query head of a group
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -52,24 +54,40 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  hardware.memory_bandwidth_bytes_per_s * eff.memory,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
-                 eff.attention_compute)
+                 eff.attention_compute, eff.kv_reread)
 
 
-def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates):
-    """``mem_bytes`` with its ``kv_read_bytes`` share counted 1 / kv_read_efficiency times."""
-    if r.kv_read_efficiency == 1.0:
+def kv_read_factor(kv_group, r: Rates):
+    """How many times the KV-cache bytes of an attention operator are streamed from memory:
+    1 + kv_reread x (kv_group - 1), ``kv_group`` = query heads per KV head (GQA; 1 = MHA,
+    MLA). Stacks whose decode attention multiplies K and V with each query head (llama.cpp:
+    matrix-vector products with K/V broadcast over the heads of a GQA group) read the group's
+    K/V again per further query head, less what the cache keeps (``Efficiency.kv_reread``);
+    paged attention / FlashDecoding load each KV block once per group (kv_reread = 0)."""
+    return 1.0 + r.kv_reread * (kv_group - 1.0)
+
+
+def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates, kv_reread_bytes=0.0):
+    """``mem_bytes`` with its ``kv_read_bytes`` share counted 1 / kv_read_efficiency times,
+    plus ``kv_reread`` x ``kv_reread_bytes`` (= KV reads x (kv_group - 1):
+    ``Operator.kv_reread_bytes``) at the same rate -- together ``kv_read_factor`` x the KV
+    reads, each at kv_read_efficiency of the bandwidth."""
+    if r.kv_read_efficiency == 1.0 and not r.kv_reread:
         return mem_bytes
-    return mem_bytes + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
+    return (mem_bytes + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
+            + kv_reread_bytes * (r.kv_reread / r.kv_read_efficiency))
 
 
 def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0,
-              attention_flops=0.0):
+              attention_flops=0.0, kv_reread_bytes=0.0):
     """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
     ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially), of
-    which ``kv_read_bytes`` are KV-cache reads and ``attention_flops`` attention FLOPs
-    (counted 1 / attention_efficiency times). Works on floats and on numpy arrays alike."""
+    which ``kv_read_bytes`` are KV-cache reads (re-read per query head as
+    ``effective_memory_bytes`` says with ``kv_reread_bytes``) and ``attention_flops``
+    attention FLOPs (counted 1 / attention_efficiency times). Works on floats and on numpy
+    arrays alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
-    mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r)
+    mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r, kv_reread_bytes)
     if r.attention_efficiency != 1.0:
         flops = flops + attention_flops * (1.0 / r.attention_efficiency - 1.0)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):

@@ -16,6 +16,10 @@ stacks the fit never saw through their TOML fields:
 * ``kv_read`` -- fraction of that bandwidth decode attention reaches reading the KV cache: per
   memory technology for the reference stack (llama.cpp: one block per head, short strided
   rows), absolute per stack for paged attention / FlashDecoding (vLLM, SGLang, TensorRT-LLM).
+* ``kv_reread`` -- stacks with ``kv_per_query_head`` (llama.cpp, gpt-fast) multiply K and V
+  with each query head of a GQA group, so the group's K/V is streamed
+  1 + kv_reread x (group - 1) times (``roofline.kv_read_factor``; the cache keeps the rest):
+  decode attention cost grows with query heads x context, not with KV bytes alone.
 * ``compute`` and ``gemm_half_tokens`` -- the GEMM fraction of the dense peak at many tokens in
   flight, and the tokens in flight (M = batch x new tokens per pass) at which half of it is
   reached (tile / wave quantisation). Per stack; the reference stack's value on an
@@ -71,6 +75,14 @@ GENERIC = "generic"
 # (FlashAttention-2 35 % vs FlashAttention-3 75 % of H100's peak, arXiv:2407.08608).
 # Blackwell is not listed: one key covers datacenter (tcgen05) and consumer (mma.sync) parts.
 CITED_ARCHITECTURE = {"hopper": {"legacy_kernel_factor": 0.5}}
+# Stacks whose batch-1 decode attention reads K/V per query head (``kv_per_query_head``):
+# llama.cpp multiplies K and V with each query head (matrix-vector products, K/V broadcast over
+# the heads of a GQA group); gpt-fast repeats K and V to every query head
+# (``k.repeat_interleave(n_head // n_local_heads)`` before scaled_dot_product_attention in its
+# model.py). Paged attention / FlashDecoding kernels (vLLM, SGLang, TensorRT-LLM) and
+# ExLlamaV2's flash-attn (GQA-aware) load each KV block once per group; MLC (paged KV cache,
+# own decode kernels) is assumed to as well -- not checked against its source.
+KV_PER_QUERY_HEAD = ("llama.cpp", "gpt-fast")
 SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
 # Absolute per-stack values (None = the reference stack's): TOML key -> (Efficiency field,
 # factor from the TOML unit to SI).
@@ -87,7 +99,10 @@ class FrameworkProfile:
     """What an inference stack changes relative to the reference stack (llama.cpp):
     multipliers of the reference values (1 = unchanged) and absolute values (None = the
     reference's). ``native_kernels``: the stack's GEMMs use the newest tensor-core
-    instructions of every architecture (no ``legacy_kernel_factor``)."""
+    instructions of every architecture (no ``legacy_kernel_factor``). ``kv_per_query_head``:
+    its decode attention re-reads a GQA group's K/V per query head, as the reference stack
+    does (keeps the class's ``kv_reread``; other stacks read each KV block once per group:
+    ``kv_reread`` = 0)."""
     name: str
     label: str
     memory_scale: float = 1.0
@@ -97,12 +112,14 @@ class FrameworkProfile:
     note: str = ""
     absolute: dict = field(default_factory=dict, hash=False)   # Efficiency field -> value
     native_kernels: bool = False
+    kv_per_query_head: bool = False
 
     def apply(self, eff: Efficiency, native_compute: float | None = None) -> Efficiency:
         """``eff`` (the reference stack's) as this stack reaches it; ``native_compute`` = the
         reference compute fraction without the architecture's legacy-kernel factor."""
         base_c = native_compute if (self.native_kernels and native_compute) else eff.compute
         out = replace(eff, memory=min(1.0, eff.memory * self.memory_scale),
+                      kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         return replace(out, **self.absolute) if self.absolute else out
@@ -146,7 +163,8 @@ class EfficiencyTable:
 
     def profile(self, framework: str) -> FrameworkProfile:
         name = resolve_framework(framework)
-        return self.frameworks.get(name) or FrameworkProfile(name, FRAMEWORKS[name][0])
+        return self.frameworks.get(name) or FrameworkProfile(
+            name, FRAMEWORKS[name][0], kv_per_query_head=name in KV_PER_QUERY_HEAD)
 
 
 def memory_type_of(hardware: Hardware) -> str | None:
@@ -222,7 +240,9 @@ def _profile(name: str, entry) -> FrameworkProfile:
         raise ConfigError(f"efficiency.toml: [framework.{name}]: {e}") from None
     return FrameworkProfile(key, FRAMEWORKS[key][0], **scales, rows=int(entry.get("rows", 0)),
                             note=str(entry.get("note", "")), absolute=absolute,
-                            native_kernels=bool(entry.get("native_kernels", False)))
+                            native_kernels=bool(entry.get("native_kernels", False)),
+                            kv_per_query_head=bool(entry.get("kv_per_query_head",
+                                                              key in KV_PER_QUERY_HEAD)))
 
 
 def _class(name: str) -> HardwareClass:
@@ -265,8 +285,9 @@ HEADER = """\
 #
 # Estimated time of one operator in a pass with M tokens in flight (roofline.op_time_s):
 #   max(FLOPs / (peak x compute x M / (M + gemm_half_tokens)),
-#       (bytes + KV reads x (1 / kv_read - 1)) / (bandwidth x memory))
+#       (bytes + KV reads x (f / kv_read - 1)) / (bandwidth x memory))
 #   + kernels x kernel_overhead        and per pass: step_overhead + batch x seq_overhead
+# f = 1 + kv_reread x (query heads per KV head - 1) for stacks with kv_per_query_head, else 1
 #
 # [class.*]        reference stack (llama.cpp) per hardware class, fallback for devices whose
 #                  preset lacks memory_type / architecture. memory = fraction of peak DRAM
@@ -274,6 +295,10 @@ HEADER = """\
 #                  large GEMMs (prefill); kernel_overhead_us = fixed cost per kernel launch;
 #                  kv_read = fraction of that bandwidth decode attention reaches reading the
 #                  KV cache (llama.cpp batch 1: one block per head, short strided rows);
+#                  kv_reread = share of a GQA group's K/V read again per further query head
+#                  (llama.cpp multiplies K and V with each query head: matrix-vector products
+#                  with K/V broadcast over the group; L2 keeps the rest). Not fitted: 0.3 for
+#                  every class (fitting.REFERENCE_KV_REREAD says how it was chosen);
 #                  attention_compute = fraction of the GEMM rate prefill attention reaches
 #                  (softmax, masking, score tiles; set by prefill at 512 vs 4096 tokens).
 # [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
@@ -304,6 +329,10 @@ HEADER = """\
 #                  forward reaches up to 73 % of A100's peak (Dao 2023, arXiv:2307.08691)
 #                  where large GEMMs reach about 90 %). Stacks without batched rows of their
 #                  own (vllm, sglang) borrow tensorrt-llm's GPU-kernel values (note says so).
+#                  kv_per_query_head = true: the stack's decode attention reads K/V per query
+#                  head (llama.cpp; gpt-fast repeats K/V to every query head) and keeps the
+#                  class's kv_reread; other stacks (paged attention / FlashDecoding, fused
+#                  GQA kernels) read each KV block once per group: kv_reread = 0.
 # Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
 # device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
 # the same chip together) and refits without it -- a class or technology left with too few
@@ -331,6 +360,7 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"compute = {_fmt(e.compute)}",
                   f"kernel_overhead_us = {_fmt(e.kernel_overhead_s / S_PER_US)}",
                   f"kv_read = {_fmt(e.kv_read)}",
+                  f"kv_reread = {_fmt(e.kv_reread)}",
                   f"attention_compute = {_fmt(e.attention_compute)}",
                   f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
@@ -352,6 +382,8 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                 lines.append(f"{key} = {_fmt(p.absolute[fld] / unit)}")
         if p.native_kernels:
             lines.append("native_kernels = true")
+        if p.kv_per_query_head:
+            lines.append("kv_per_query_head = true")
         lines.append(f"rows = {p.rows}")
         if p.note:
             lines.append(f"note = {_value(p.note)}")

@@ -32,6 +32,7 @@ class PhaseArrays:
     kv_read_bytes: np.ndarray
     kernels: np.ndarray
     attention_flops: np.ndarray
+    kv_reread_bytes: np.ndarray
 
     @classmethod
     def of(cls, phase) -> "PhaseArrays":
@@ -43,12 +44,14 @@ class PhaseArrays:
                    np.array([r.kv_read_bytes for r in rows]),
                    np.array([float(r.count) for r in rows]),
                    np.array([r.flops if att and r.kind is OpKind.ATTENTION else 0.0
-                             for r in rows]))
+                             for r in rows]),
+                   np.array([r.kv_reread_bytes for r in rows]))
 
     def time_s(self, r: Rates) -> float:
         return float(np.sum(op_time_s(self.flops, self.mem_bytes, self.kernels, r,
                                       kv_read_bytes=self.kv_read_bytes,
-                                      attention_flops=self.attention_flops))) + r.pass_overhead_s
+                                      attention_flops=self.attention_flops,
+                                      kv_reread_bytes=self.kv_reread_bytes))) + r.pass_overhead_s
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class RowFeatures:
         return Rates(self.peak_flops_per_s * eff.compute_at(tokens),
                      self.bandwidth_bytes_per_s * eff.memory, eff.kernel_overhead_s, None, None,
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
-                     eff.attention_compute)
+                     eff.attention_compute, eff.kv_reread)
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload

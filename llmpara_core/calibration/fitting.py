@@ -61,6 +61,14 @@ REFERENCE_FRAMEWORK = "llama.cpp"
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
 # alone (two model sizes) trades it against the bandwidth fraction.
 SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
+# Share of a GQA group's K/V that llama.cpp's decode attention reads again from DRAM for each
+# further query head of the group (``roofline.kv_read_factor``; the rest hits in L2). Fixed,
+# not fitted per class (one number for all devices): chosen on a grid 0, 0.15, 0.3, 0.5, 1 --
+# leave-one-device-out batch-1 error 7.2, 6.9, 6.8, 6.7, 7.8 %, in-sample 5.2, -, 5.1, 5.2, -
+# %. At 1 (every query head streams its group's K/V again) the fitted per-class kv_read
+# would have to exceed 1 on consumer GPUs (it sits at its cap of 1 already at 0.3): their L2
+# keeps most of a group's K/V. Written into each fitted [class.*] as ``kv_reread``.
+REFERENCE_KV_REREAD = 0.3
 
 
 # ---- class fit ------------------------------------------------------------------------------
@@ -73,7 +81,8 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                                          else overhead_s),
                       kv_read=_sigmoid(x[2]),
                       attention_compute=(_sigmoid(x[4]) if fit_compute
-                                         else base.attention_compute))
+                                         else base.attention_compute),
+                      kv_reread=base.kv_reread)
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
@@ -244,7 +253,8 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         if not fittable(rs):
             classes[cls], counts[cls] = _start(cls, classes, counts), 0
             continue
-        classes[cls] = fit_class([features(r) for r in rs], _start(cls, classes, counts),
+        start = replace(_start(cls, classes, counts), kv_reread=REFERENCE_KV_REREAD)
+        classes[cls] = fit_class([features(r) for r in rs], start,
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)
     table = replace(base, classes=classes, class_rows=counts)
@@ -255,7 +265,7 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         table = _with_arch_memory(table, rows)
     fws = dict(base.frameworks)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
-        REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0],
+        REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
         rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
         note="reference stack: the class and memory-technology values are fitted on its rows")
     table = replace(table, frameworks=fws)

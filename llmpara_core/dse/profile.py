@@ -63,17 +63,20 @@ class Profile:
 
 
 class _KVRate:
-    """The one field of ``roofline.Rates`` that ``effective_memory_bytes`` reads."""
-    def __init__(self, kv_read_efficiency: float):
+    """The two fields of ``roofline.Rates`` that ``effective_memory_bytes`` reads."""
+    def __init__(self, kv_read_efficiency: float, kv_reread: float = 0.0):
         self.kv_read_efficiency = kv_read_efficiency
+        self.kv_reread = kv_reread
 
 
-def _time_bytes(mem_bytes: float, kv_read_bytes: float, kv_read: float) -> float:
-    """Bytes as the estimated roofline streams them (KV-cache reads at ``kv_read`` of the
-    bandwidth, ``roofline.effective_memory_bytes``)."""
-    if _effective_memory_bytes is None or kv_read == 1.0:
+def _time_bytes(mem_bytes: float, o, count: int, kv: _KVRate) -> float:
+    """Bytes of ``count`` executions of operator ``o`` as the estimated roofline streams them
+    (KV-cache reads at ``kv_read`` of the bandwidth, re-read per query head by stacks with
+    ``kv_reread``: ``roofline.effective_memory_bytes``)."""
+    if _effective_memory_bytes is None or (kv.kv_read_efficiency == 1.0 and not kv.kv_reread):
         return mem_bytes
-    return _effective_memory_bytes(mem_bytes, kv_read_bytes, _KVRate(kv_read))
+    return _effective_memory_bytes(mem_bytes, o.kv_read_bytes * count, kv,
+                                   o.kv_reread_bytes * count)
 
 
 def _flop_scales(efficiency, wl: Workload) -> tuple[float, float, float]:
@@ -99,8 +102,9 @@ def profile(model: Model, precision: Precision, workload: Workload,
     the estimated roofline does; energy counts the bytes themselves); ``efficiency`` (when
     given, its kv_read wins) also scales the time FLOPs (``_flop_scales``)."""
     wl = workload
+    kv = _KVRate(kv_read)
     if efficiency is not None:
-        kv_read = efficiency.kv_read
+        kv = _KVRate(efficiency.kv_read, efficiency.kv_reread)
     pre_sc, dec_sc, att = _flop_scales(efficiency, wl)
     if wl.gen_len < 1:
         raise ConfigError("gen_len is 0: the design space needs output tokens to rank designs")
@@ -110,10 +114,10 @@ def profile(model: Model, precision: Precision, workload: Workload,
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    entries = [(_time_flops(o, pre_sc, att), _time_bytes(o.memory_bytes * o.count,
-                                                         o.kv_read_bytes * o.count, kv_read), 0)
+    entries = [(_time_flops(o, pre_sc, att), _time_bytes(o.memory_bytes * o.count, o, o.count,
+                                                         kv), 0)
                for o in pre_ops]
-    varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv_read, entries,
+    varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv, entries,
                                                  (dec_sc, 1.0))     # attention: prefill only
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
@@ -130,7 +134,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
                    pre_f + share * dec_f, pre_m + share * dec_m, needed)
 
 
-def _decode_terms(model, precision, wl, lo, hi, kv_read, entries, scales=(1.0, 1.0)):
+def _decode_terms(model, precision, wl, lo, hi, kv, entries, scales=(1.0, 1.0)):
     """Decode operators over contexts lo..hi: context-independent ones appended to
     ``entries`` (times n steps), the others returned as affine (F_a, F_z, M_a, M_z, n);
     plus kernel launches, FLOPs and bytes summed over the steps."""
@@ -142,8 +146,8 @@ def _decode_terms(model, precision, wl, lo, hi, kv_read, entries, scales=(1.0, 1
         for oa, oz in zip(ops_a, ops_z):
             c = oa.count
             fa, fz, ma, mz = oa.flops * c, oz.flops * c, oa.memory_bytes * c, oz.memory_bytes * c
-            ta = _time_bytes(ma, oa.kv_read_bytes * c, kv_read)
-            tz = _time_bytes(mz, oz.kv_read_bytes * c, kv_read)
+            ta = _time_bytes(ma, oa, c, kv)
+            tz = _time_bytes(mz, oz, c, kv)
             ga, gz = _time_flops(oa, *scales), _time_flops(oz, *scales)
             if ga == gz and ta == tz:
                 entries.append((n * ga, n * ta, 1))

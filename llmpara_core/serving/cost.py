@@ -39,7 +39,7 @@ from ..parallel.collectives import Net
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import Precision
-from ..roofline import rates
+from ..roofline import effective_memory_bytes, rates
 from ..workload import Workload
 
 # (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
@@ -57,6 +57,7 @@ class _Stage:
     flops: np.ndarray          # (features, ops) FLOPs
     mem: np.ndarray            # bytes moved (all kinds)
     kv_read: np.ndarray        # of which KV-cache reads
+    kv_reread: np.ndarray      # KV reads x (query heads per KV head - 1) (roofline)
     attention: np.ndarray      # (features, ops) attention FLOPs (run at attention_efficiency)
     kernels: float             # kernel launches per pass
     comm: np.ndarray           # (3,) collective time [s] = c0 + cT T + cL L (estimated)
@@ -118,7 +119,7 @@ class IterationCost:
     def _fit_stage(self, s: int) -> _Stage:
         ctx = self._ctx
         X = np.array([self.feature_row(*p) for p in _FIT_POINTS])
-        cols = {k: [] for k in ("flops", "att", "mem", "kv", "w", "kvall", "act")}
+        cols = {k: [] for k in ("flops", "att", "mem", "kv", "kvrr", "w", "kvall", "act")}
         names = None
         for b, n, c in _FIT_POINTS:
             ops = _device_ops(ctx, s, b, n, c, 1)
@@ -133,13 +134,14 @@ class IterationCost:
                                 for o in ops])
             cols["mem"].append([o.memory_bytes * o.count for o in ops])
             cols["kv"].append([o.kv_read_bytes * o.count for o in ops])
+            cols["kvrr"].append([o.kv_reread_bytes * o.count for o in ops])
             cols["w"].append([o.weight_bytes * o.count for o in ops])
             cols["kvall"].append([(o.kv_read_bytes + o.kv_write_bytes) * o.count for o in ops])
             cols["act"].append([(o.act_read_bytes + o.act_write_bytes) * o.count for o in ops])
         coef = {k: _affine_fit(X, np.array(v), self.model.name) for k, v in cols.items()}
         energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
                            coef["act"].sum(1)])
-        return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["att"], kernels,
+        return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["kvrr"], coef["att"], kernels,
                       self._fit_comm(s), energy)
 
     def _fit_comm(self, s: int) -> np.ndarray:
@@ -176,9 +178,7 @@ class IterationCost:
         (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
         r = self._rates
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
-        mem = F @ st.mem
-        if r.kv_read_efficiency != 1.0:
-            mem += (F @ st.kv_read) * (1.0 / r.kv_read_efficiency - 1.0)
+        mem = effective_memory_bytes(F @ st.mem, F @ st.kv_read, r, F @ st.kv_reread)
         flops = F @ st.flops
         if r.attention_efficiency != 1.0:
             flops += (F @ st.attention) * (1.0 / r.attention_efficiency - 1.0)

@@ -16,16 +16,17 @@ import numpy as np
 from ..operators import OpKind, Operator
 from ..roofline import Rates, effective_memory_bytes, op_time_s
 
-_FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ = range(6)
+_FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ, _KV_REREAD = range(7)
 
 
 def _table(ops: tuple[Operator, ...]) -> tuple[np.ndarray, float]:
     """Per-operator totals (x count) of one pass: rows FLOPs, memory bytes, communication bytes,
-    weight bytes, KV bytes (read + written), KV bytes read; and the number of kernel launches."""
+    weight bytes, KV bytes (read + written), KV bytes read, KV bytes re-read per query head
+    (``Operator.kv_reread_bytes``); and the number of kernel launches."""
     arr = np.array([[o.flops * o.count, o.memory_bytes * o.count, o.comm_bytes * o.count,
                      o.weight_bytes * o.count, (o.kv_read_bytes + o.kv_write_bytes) * o.count,
-                     o.kv_read_bytes * o.count]
-                    for o in ops], float).reshape(-1, 6).T
+                     o.kv_read_bytes * o.count, o.kv_reread_bytes * o.count]
+                    for o in ops], float).reshape(-1, 7).T
     return arr, float(sum(o.count for o in ops))
 
 
@@ -145,8 +146,8 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
     m, w = np.array(ms, float), np.array(ws, float)
     # memory time with KV-cache reads streamed at the device's KV-read efficiency (roofline);
     # affine in the context like the bytes themselves
-    mem0 = effective_memory_bytes(v0[:, _MEM], v0[:, _KV_READ], r)
-    mem1 = effective_memory_bytes(v1[:, _MEM], v1[:, _KV_READ], r)
+    mem0 = effective_memory_bytes(v0[:, _MEM], v0[:, _KV_READ], r, v0[:, _KV_REREAD])
+    mem1 = effective_memory_bytes(v1[:, _MEM], v1[:, _KV_READ], r, v1[:, _KV_REREAD])
     t = _sum_max_affine_vec(v0[:, _FLOPS] / r.flops_per_s, v1[:, _FLOPS] / r.flops_per_s,
                             mem0 / r.bytes_per_s, mem1 / r.bytes_per_s, m[:, None])
     out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
@@ -163,5 +164,6 @@ def _pass_time_s(ops: tuple[Operator, ...], r: Rates, estimated: bool) -> float:
     return sum(op_time_s(o.flops * o.count, o.memory_bytes * o.count,
                          o.count if estimated else 0, r, o.comm_bytes * o.count,
                          o.kv_read_bytes * o.count,
-                         o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0) for o in ops)
+                         o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0,
+                         o.kv_reread_bytes * o.count) for o in ops)
 

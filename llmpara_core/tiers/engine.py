@@ -84,7 +84,7 @@ from ..hardware import Efficiency, Hardware, MemoryTier
 from ..model import Model
 from ..operators import OpKind, Operator
 from ..precision import Precision
-from ..roofline import rates
+from ..roofline import kv_read_factor, rates
 from .placement import (  # noqa: F401  (re-exported: the placement half of the model)
     CATEGORIES, CATEGORY_RANK, DEFAULT_PREFILL_CHUNK, MIGRATION_BITS, OVERLAPS, STRATEGIES,
     WEIGHT_CATEGORIES, Item, Placement, _decode_range, _touched, build_items,
@@ -269,12 +269,14 @@ class HeteroResult:
 
 def _rates(hardware: Hardware, precision: Precision, estimated: bool,
            efficiency: Efficiency | None, tokens_in_flight: float | None = None,
-           batch: int | None = None):
+           batch: int | None = None, kv_group: float = 1.0):
     """(compute rates, bandwidth per tier, extra seconds per KV-cache byte read per tier).
 
     Estimated: every tier derated by the efficiency's ``memory`` factor, and KV-cache reads
-    streamed at its ``kv_read`` fraction of that (as :func:`~llmpara_core.roofline.op_time_s`
-    does; 1.0 when the efficiency has no such factor)."""
+    streamed at its ``kv_read`` fraction of that, ``roofline.kv_read_factor`` times for a
+    model whose attention shares each K/V head among ``kv_group`` query heads (as
+    :func:`~llmpara_core.roofline.op_time_s` does; 1.0 when the efficiency has no such
+    factor)."""
     r = rates(hardware, precision.compute_dtype, estimated, efficiency,
               tokens_in_flight=tokens_in_flight, batch=batch)
     eff = (efficiency or hardware.effective_efficiency) if estimated else None
@@ -283,7 +285,7 @@ def _rates(hardware: Hardware, precision: Precision, estimated: bool,
         return r, bw, np.zeros(len(bw))
     bw = bw * eff.memory
     kv_read = getattr(eff, "kv_read", 1.0)
-    return r, bw, (1.0 / kv_read - 1.0) / bw
+    return r, bw, (kv_read_factor(kv_group, r) / kv_read - 1.0) / bw
 
 
 def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: Precision,
@@ -304,7 +306,8 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
     if unknown_lat and nt > 1:
         notes.append(f"latency unknown for {', '.join(unknown_lat)}: taken as 0")
     ri, bwi, kxi = _rates(hardware, precision, False, None)
-    re_, bwe, kxe = _rates(hardware, precision, True, efficiency, b, b)
+    group = 1.0 if model.mla is not None else float(model.gqa_group)
+    re_, bwe, kxe = _rates(hardware, precision, True, efficiency, b, b, group)
     re_pre = _rates(hardware, precision, True, efficiency, b * max(1, wl.prompt_len), b)[0]
     if ri.dtype_used is not precision.compute_dtype:
         notes.append(f"{hardware.name} has no {precision.compute_dtype.value} peak; used its "

@@ -36,3 +36,26 @@ H100 = Hardware("H100 (test)", HardwareClass.DATACENTER_GPU, 3.35e12, 80e9,
                 peak_fp32_flops_per_s=66.9e12, peak_fp16_flops_per_s=989.4e12,
                 peak_fp8_flops_per_s=1978.9e12, peak_int8_flops_per_s=1978.9e12,
                 tdp_w=700, price_usd=30000, efficiency=Efficiency(0.7, 0.6, 4e-6))
+
+
+def guarded_page_app(tmp_path, run_body: str, run_page_args: str = "",
+                     imports: str = ""):
+    """An AppTest of a one-page app whose page ``P.run`` has ``run_body`` (lines indented by
+    8 spaces) and is run through ``ui.guard.run_page(P(), <run_page_args>)`` with the
+    test-only re-raise switched off by the caller (monkeypatch LLMPARA_RAISE_PAGE_ERRORS=0)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+    root = Path(__file__).resolve().parent.parent
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(root)!r})\n"
+        f"{imports}"
+        "from ui.guard import run_page\n"
+        "class P:\n"
+        "    url_path = 'x'\n"
+        "    def run(self):\n"
+        f"{run_body}"
+        f"run_page(P(){', ' + run_page_args if run_page_args else ''})\n")
+    return AppTest.from_file(str(script), default_timeout=30).run()

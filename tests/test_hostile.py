@@ -468,19 +468,10 @@ def test_page_guard_hides_paths(monkeypatch):
 
 def test_guard_shows_one_error_for_an_unexpected_page_exception(monkeypatch, tmp_path):
     """With the test-only re-raise off, an exception in a page is one st.error line."""
-    from streamlit.testing.v1 import AppTest
+    from helpers import guarded_page_app
     monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "0")
-    script = tmp_path / "app.py"
-    script.write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
-        "from ui.guard import run_page\n"
-        "class P:\n"
-        "    url_path = 'x'\n"
-        "    def run(self):\n"
-        "        raise KeyError('/home/app/llmpara_core/model.py')\n"
-        "run_page(P())\n")
-    at = AppTest.from_file(str(script), default_timeout=30).run()
+    at = guarded_page_app(
+        tmp_path, "        raise KeyError('/home/app/llmpara_core/model.py')\n")
     assert not at.exception
     assert len(at.error) == 1 and "KeyError" in at.error[0].value
     assert "/home/app" not in at.error[0].value

@@ -131,22 +131,11 @@ def test_a_page_past_its_budget_says_so(monkeypatch):
 
 def test_guard_stops_a_page_that_does_not_catch_it(monkeypatch, tmp_path):
     """A page without its own ``except ConfigError``: the guard shows one 'Stopped' line."""
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
+    from helpers import guarded_page_app
     monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "0")
-    script = tmp_path / "app.py"
-    script.write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
-        "from llmpara_core.limits import check_time_budget\n"
-        "from ui.guard import run_page\n"
-        "class P:\n"
-        "    def run(self):\n"
-        "        while True:\n"
-        "            check_time_budget()\n"
-        "run_page(P(), budget_s=0.3)\n")
-    at = AppTest.from_file(str(script), default_timeout=30).run()
+    at = guarded_page_app(tmp_path, "        while True:\n            check_time_budget()\n",
+                          "budget_s=0.3",
+                          imports="from llmpara_core.limits import check_time_budget\n")
     assert not at.exception
     assert len(at.error) == 1
     assert at.error[0].value.replace("\\", "").startswith("Stopped: stopped after 0.3 s")

@@ -36,6 +36,10 @@ def test_default_view(default_page):
     assert _pct(_metric(at, "Decode (batch 1), estimated")) <= 0.10
     assert _pct(_metric(at, "Decode, ideal roofline")) > 0.3
     assert int(_metric(at, "Rows predicted")) >= 400
+    # the shipped fit's leave-one-device-out figure, as the table (and `validate --loo`) has it
+    from llmpara_core.efficiency_table import read_table
+    loo = read_table()["fit"]["leave_one_device_out"]["batch-1"]
+    assert _pct(_metric(at, "Batch 1, device held out")) == pytest.approx(loo, abs=0.0006)
     names = [t.get("name", "") for t in _scatter(at)["data"]]
     assert "y = x" in names and "±15%" in names and "ideal (peak rates)" in names
     assert any(n.startswith("estimated · ") for n in names)

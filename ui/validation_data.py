@@ -8,6 +8,7 @@ import json
 from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation
 from llmpara_core.calibration import summary as vs
+from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.speculative import batch_sweeps
 from llmpara_core.units import S_PER_US
@@ -41,7 +42,11 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
             "classes": _class_rows(table), "frameworks": _framework_rows(table),
             "memory_types": _memory_rows(table),
             "table_toml": calibration.table_to_toml(table),
-            "headline_median_abs": summary.headline.median_abs}
+            "headline_median_abs": summary.headline.median_abs,
+            # the shipped fit's leave-one-device-out figures (written by the fit script and
+            # equal to `llmpara validate --loo`); they describe the shipped table only
+            "loo": (read_table().get("fit", {}).get("leave_one_device_out", {})
+                    if source == "Shipped" and not refit else {})}
 
 
 def _class_rows(table) -> list[dict]:

@@ -96,11 +96,11 @@ except ConfigError as e:
 def headline(data: dict) -> None:
     s = data["summary"]
     m1, m0, m2, m3, m4 = st.columns(5)
-    m1.metric("Decode (batch 1), estimated", fmt_pct(data["headline_median_abs"], 1),
+    m1.metric("Batch 1, estimated", fmt_pct(data["headline_median_abs"], 1),
               help="median |error| of estimated decode tokens/s over every mapped batch-1 row "
                    "(in sample: the shipped fit saw these rows)")
     loo = data["loo"].get("batch-1")
-    m0.metric("Batch 1, device held out", fmt_pct(loo, 1) if loo is not None else "—",
+    m0.metric("Batch 1, held out", fmt_pct(loo, 1) if loo is not None else "—",
               help="leave-one-device-out: each device's rows predicted by a fit without them "
                    "(`llmpara validate --loo --regime batch-1`); shipped data and fit only")
     dec = next((g for g in data["groups"]

@@ -33,13 +33,13 @@ def default_page():
 def test_default_view(default_page):
     at = default_page
     assert not at.exception and not at.error
-    assert _pct(_metric(at, "Decode (batch 1), estimated")) <= 0.10
+    assert _pct(_metric(at, "Batch 1, estimated")) <= 0.10
     assert _pct(_metric(at, "Decode, ideal roofline")) > 0.3
     assert int(_metric(at, "Rows predicted")) >= 400
     # the shipped fit's leave-one-device-out figure, as the table (and `validate --loo`) has it
     from llmpara_core.efficiency_table import read_table
     loo = read_table()["fit"]["leave_one_device_out"]["batch-1"]
-    assert _pct(_metric(at, "Batch 1, device held out")) == pytest.approx(loo, abs=0.0006)
+    assert _pct(_metric(at, "Batch 1, held out")) == pytest.approx(loo, abs=0.0006)
     names = [t.get("name", "") for t in _scatter(at)["data"]]
     assert "y = x" in names and "±15%" in names and "ideal (peak rates)" in names
     assert any(n.startswith("estimated · ") for n in names)
@@ -104,13 +104,13 @@ def test_pasted_measurements_predicted_and_refitted():
     at.segmented_control(key="v_data").set_value("Uploaded").run()
     assert not at.exception and not at.error
     assert _metric(at, "Rows predicted") == "10" and _metric(at, "Rows skipped") == "1"
-    before = _pct(_metric(at, "Decode (batch 1), estimated"))
+    before = _pct(_metric(at, "Batch 1, estimated"))
     at.segmented_control(key="v_fit").set_value("Refit on this data").run()
     assert not at.exception and not at.error
     assert any("refitted" in h.value for h in at.subheader)
     classes = next(d.value for d in at.dataframe if "rows fitted" in d.value.columns)
     assert classes.set_index("class").loc["consumer-gpu", "rows fitted"] == 10
-    assert _pct(_metric(at, "Decode (batch 1), estimated")) <= before     # in-sample
+    assert _pct(_metric(at, "Batch 1, estimated")) <= before     # in-sample
     at.segmented_control(key="v_data").set_value("Both").run()
     assert int(_metric(at, "Rows predicted")) > 400
 

@@ -147,7 +147,7 @@ with c3:
                         else hardware_label(h),
                         help="Another device runs the draft; draft and verification still "
                              "alternate (no pipelining), each on its own memory.")
-head_m, head_layers = 0.0, 1
+head_m, head_layers, head_size_note = 0.0, 1, None
 if choice in ("eagle", "mtp"):
     h1, h2, _ = st.columns([2, 1, 5])
     with h1:
@@ -156,6 +156,7 @@ if choice in ("eagle", "mtp"):
                             help="Own parameters of the head (embedding and LM head are the "
                                  "target's). 0 = one target-shaped decoder layer (MTP: with "
                                  "the target's MoE).")
+        head_size_note = st.empty()
     with h2:
         head_layers = url_number("Head layers", "sp_head_layers", 1, 8, 1, step=1)
 
@@ -210,6 +211,9 @@ if not (mode == "rates" and rates is None):    # (else the rates box already sho
     try:
         setup, spec = build_setup(), build_spec()
         report, optimum, break_even = run_report(setup, spec, rates)
+        if head_size_note is not None and not head_m and setup.draft.own_params:
+            head_size_note.caption(f"0 = derived: {sig(setup.draft.own_params / 1e6)} M own "
+                                   "parameters")
     except LLMParaError as exc:
         st.error(f"Speculative decoding cannot be analysed: {escape_md(exc)}")
 

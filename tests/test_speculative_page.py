@@ -128,6 +128,20 @@ def test_head_of_a_given_size_changes_the_memory_overhead():
     assert _speedup(small) > _speedup(large)
 
 
+def test_head_size_zero_shows_the_derived_size():
+    """0 means "derived from the target": the page says how large that head is; a given size
+    shows no such note."""
+    from llmpara_core.presets import load_model
+    from llmpara_core.speculative.drafts import head_draft
+    derived = _page(sp_draft="Self-drafting head · EAGLE-style", model="llama-3-8b")
+    _clean(derived)
+    own_m = head_draft(load_model("llama-3-8b"), "eagle").own_params / 1e6
+    notes = [c.value for c in derived.caption if c.value.startswith("0 = derived")]
+    assert len(notes) == 1 and f"{own_m:.3g}" in notes[0].replace(",", ""), notes
+    given = _page(sp_draft="Self-drafting head · EAGLE-style", sp_head_m="100")
+    assert not [c for c in given.caption if c.value.startswith("0 = derived")]
+
+
 def test_vocabulary_mismatch_warns():
     at = _page(sp_draft=_draft("gpt2-small"))
     assert not at.exception

@@ -46,6 +46,17 @@ class Draft:
             raise ConfigError(f"a {self.kind.value} draft needs a model")
 
     @property
+    def own_params(self) -> float | None:
+        """The draft's own parameters: a model's total; a head's without the embedding (and
+        LM head) it shares with the target; None for Medusa heads and n-gram lookup."""
+        if self.kind is DraftKind.MODEL:
+            return float(count_params(self.model).total)
+        if self.kind is DraftKind.HEAD:
+            pc = count_params(self.model)
+            return float(pc.total - pc.embedding - (pc.lm_head if self.shares_lm_head else 0))
+        return None
+
+    @property
     def name(self) -> str:
         if self.kind in (DraftKind.MODEL, DraftKind.HEAD):
             return self.model.name

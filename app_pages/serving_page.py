@@ -277,29 +277,31 @@ def at_this_load() -> None:
                       "serving.json", "Result JSON", key="dl_sv_json")
 
 
+def _latency_percentiles(df: pd.DataFrame, curve, metric: str, slo_ms: float) -> go.Figure:
+    """p50/p90/p99 of ``metric`` ("ttft" or "tpot") against the request rate, in ms, with its
+    SLO line and the knee of the curve."""
+    fig = go.Figure()
+    for q in ("p50", "p90", "p99"):
+        fig.add_scatter(x=df.rate, y=df[f"{metric}_{q}_s"] / S_PER_MS,
+                        name=f"{metric.upper()} {q}", mode="lines+markers",
+                        line=dict(color=COLORS[q]))
+    fig.add_hline(y=slo_ms, line_dash="dash", line_color=COLORS["slo"],
+                  annotation_text=f"SLO {metric.upper()}")
+    _knee(fig, curve)
+    return fig
+
+
 def latency_vs_load() -> None:
     points = url_number("Rates simulated", "sv_points", 3, 30, 10, step=1)
     st_ = run_study(int(points))
     curve = st_.curve
     df = pd.DataFrame([asdict(p) for p in curve.points])
-    fig = go.Figure()
-    for q in ("p50", "p90", "p99"):
-        fig.add_scatter(x=df.rate, y=df[f"ttft_{q}_s"] / S_PER_MS, name=f"TTFT {q}",
-                        mode="lines+markers", line=dict(color=COLORS[q]))
-    fig.add_hline(y=slo_ttft, line_dash="dash", line_color=COLORS["slo"],
-                  annotation_text="SLO TTFT")
-    _knee(fig, curve)
+    fig = _latency_percentiles(df, curve, "ttft", slo_ttft)
     top = max(4 * slo_ttft, float(df.ttft_p50_s.min()) * 4 / S_PER_MS)
     fig.update_layout(xaxis_title="request rate (req/s)", yaxis=dict(
         title="TTFT (ms)", range=[0, top]), height=380, margin=dict(l=10, r=10, t=30, b=10))
     show(fig, "serving-ttft-vs-load")
-    fig = go.Figure()
-    for q in ("p50", "p90", "p99"):
-        fig.add_scatter(x=df.rate, y=df[f"tpot_{q}_s"] / S_PER_MS, name=f"TPOT {q}",
-                        mode="lines+markers", line=dict(color=COLORS[q]))
-    fig.add_hline(y=slo_tpot, line_dash="dash", line_color=COLORS["slo"],
-                  annotation_text="SLO TPOT")
-    _knee(fig, curve)
+    fig = _latency_percentiles(df, curve, "tpot", slo_tpot)
     fig.add_scatter(x=df.rate, y=df.output_tokens_per_s, name="output tokens/s", yaxis="y2",
                     mode="lines", line=dict(color="#72B7B2", dash="dot"))
     fig.update_layout(xaxis_title="request rate (req/s)",

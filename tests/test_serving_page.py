@@ -2,6 +2,8 @@
 are the core's, URL settings are applied, bad link values warn, impossible deployments give a
 message (never a traceback)."""
 
+import json
+
 from apptest_util import metric, open_page
 
 from llmpara_core import serving
@@ -48,6 +50,12 @@ def test_url_settings_apply_and_views_render():
         _clean(at, view)
         assert len(at.get("plotly_chart")) == charts, view
         assert at.dataframe, view
+        if view == "Latency vs load":      # p50/p90/p99 of TTFT, then of TPOT, each with its SLO
+            figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+            for fig, m in zip(figs, ("TTFT", "TPOT")):
+                names = [t.get("name") for t in fig["data"]]
+                assert [f"{m} {q}" for q in ("p50", "p90", "p99")] == names[:3], names
+                assert any(a.get("text") == f"SLO {m}" for a in fig["layout"]["annotations"])
 
 
 def test_frontier_over_tensor_parallel_on_a_cluster():

@@ -245,6 +245,8 @@ def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
            "target_rate": st_.target_rate, "replicas": st_.replicas,
            "gpus": st_.gpus_for_target, "usd_per_million_tokens": sm.usd_per_million_tokens,
            "j_per_token": sm.energy_j_per_token, "avg_power_w_per_gpu": sm.avg_power_w_per_gpu}
+    if not st_.target_rate:         # no target rate asked for: no empty target columns
+        row = {k: v for k, v in row.items() if k not in ("target_rate", "replicas", "gpus")}
     df = pd.DataFrame([row])
     st.subheader("Capacity and cost at this load")
     st.dataframe(df, hide_index=True, column_config=CAPACITY_COLUMNS)

@@ -34,6 +34,8 @@ def test_default_view_matches_the_core():
                        serving.engine_config("generic")[0], search=False)
     assert metric(at, "Requests/s") == sig(st.summary.requests_per_s)
     assert metric(at, "Max rate meeting SLO") == "–"
+    cap = [d.value for d in at.dataframe if "plan" in d.value.columns][0]
+    assert "saturation_rate" in cap.columns and "gpus" not in cap.columns   # no target rate
 
 
 def test_url_settings_apply_and_views_render():
@@ -45,6 +47,8 @@ def test_url_settings_apply_and_views_render():
     assert float(metric(at, "Mean running batch")) <= 32
     assert "req/s" in metric(at, "Max rate meeting SLO")
     assert any("GPUs** for 100 req/s" in c.value for c in at.caption)
+    cap = [d.value for d in at.dataframe if "plan" in d.value.columns][0]
+    assert cap["target_rate"].iloc[0] == 100 and cap["gpus"].iloc[0] >= 1
     for view, charts in (("Latency vs load", 2), ("Frontier", 1)):
         at.segmented_control(key="sv_view").set_value(view).run()
         _clean(at, view)

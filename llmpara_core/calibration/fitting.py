@@ -35,8 +35,9 @@ import numpy as np
 
 from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
                          memory_type_of)
-from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
-                       features, huber, nelder_mead, weights)
+from .fastpath import (DEQUANT_FIELDS, DEQUANT_START, MIN_FORMAT_DEVICES,  # noqa: F401
+                       PRIOR_WEIGHT, PhaseArrays, RowFeatures, _dequant, _logit, _sigmoid,
+                       dequant_formats, features, huber, nelder_mead, weights)
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
                         kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
@@ -69,12 +70,18 @@ SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
 # would have to exceed 1 on consumer GPUs (it sits at its cap of 1 already at 0.3): their L2
 # keeps most of a group's K/V. Written into each fitted [class.*] as ``kv_reread``.
 REFERENCE_KV_REREAD = 0.3
+# The reference stack's dequantisation costs (``Efficiency.dequant_*``) are not fitted per
+# class: fitted on the class rows (k-quant on consumer GPUs and SoCs) they lowered the
+# in-sample batch-1 error (5.1 -> 4.9 %) but raised leave-one-device-out (6.8 -> 7.0 %;
+# consumer GPUs 5.0 -> 6.3 %, SoCs 5.0 -> 5.1 %): on these rows the format is confounded with
+# model size and multi-GPU splits (Q4_K_M 8B over-, 70B under-predicted), so llama.cpp keeps 0.
+FIT_CLASS_DEQUANT = False
 
 
 # ---- class fit ------------------------------------------------------------------------------
 
 def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
-            overhead_s: float | None) -> Efficiency:
+            overhead_s: float | None, formats: tuple[str, ...] = ()) -> Efficiency:
     return Efficiency(compute=_sigmoid(x[3]) if fit_compute else base.compute,
                       memory=_sigmoid(x[0]),
                       kernel_overhead_s=(math.exp(x[1]) * S_PER_US if overhead_s is None
@@ -82,21 +89,25 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       kv_read=_sigmoid(x[2]),
                       attention_compute=(_sigmoid(x[4]) if fit_compute
                                          else base.attention_compute),
-                      kv_reread=base.kv_reread)
+                      kv_reread=base.kv_reread,
+                      **{DEQUANT_FIELDS[f]: _dequant(v) for f, v in zip(formats, x[5:])})
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
               overhead_s: float | None = None) -> Efficiency:
     """Class efficiency minimising the weighted loss over ``feats`` (``overhead_s`` given =
-    the kernel overhead is held at that value)."""
+    the kernel overhead is held at that value); with the dequantisation cost of each weight
+    format the rows pin (``dequant_formats``)."""
     prefill = [f.row for f in feats if f.row.measurement.metric != "decode_tok_s"]
     fit_compute = (len(prefill) >= MIN_PREFILL_ROWS
                    and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
+    formats = (dequant_formats([f.row for f in feats], MIN_FORMAT_DEVICES)
+               if FIT_CLASS_DEQUANT else ())
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
 
     def loss(x):
-        eff = _unpack(x, base, fit_compute, overhead_s)
+        eff = _unpack(x, base, fit_compute, overhead_s, formats)
         pred = np.array([f.predict(eff) for f in feats])
         prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
                                 + math.log(eff.attention_compute) ** 2)
@@ -104,7 +115,7 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
 
     x0 = np.array([_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
                    _logit(base.kv_read), _logit(base.compute),
-                   _logit(base.attention_compute)])
+                   _logit(base.attention_compute)] + [math.log(DEQUANT_START)] * len(formats))
     x = nelder_mead(loss, x0, step=1.0)
     for _ in range(RESTARTS):            # restart until it stops improving: Nelder-Mead stalls
         x_new = nelder_mead(loss, x, step=0.2)
@@ -112,7 +123,7 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
         x = x_new if improved else x
         if not improved:
             break
-    return _unpack(x, base, fit_compute, overhead_s)
+    return _unpack(x, base, fit_compute, overhead_s, formats)
 
 
 def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None
@@ -236,6 +247,48 @@ def _with_arch_memory(table: EfficiencyTable, rows: list[Mapped]) -> EfficiencyT
     return replace(table, architectures={k: v for k, v in arch.items() if v})
 
 
+# ---- layer-split hop cost --------------------------------------------------------------------
+
+MIN_HOP_GROUPS = 3
+MIN_HOP_DEVICES = 2
+
+
+def hop_groups(rows: list[Mapped]) -> dict[tuple, list[tuple[int, float]]]:
+    """The reference stack's batch-1 decode rows of one device, model, format and lengths
+    measured at two or more pipeline depths (1 = one device; layer split only): key ->
+    [(PP, measured step time [s])]."""
+    groups: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+    for r in rows:
+        m = r.measurement
+        if (r.framework == REFERENCE_FRAMEWORK and r.tp == 1 and r.hardware.efficiency is None
+                and m.batch == 1 and m.metric == "decode_tok_s"):
+            key = (r.hardware.slug, r.model.name, r.precision.name, r.workload.prompt_len,
+                   r.workload.gen_len)
+            groups[key].append((r.pp, 1.0 / m.value))
+    return {k: v for k, v in groups.items() if len({p for p, _ in v}) >= 2}
+
+
+def fit_stage_hop(rows: list[Mapped]) -> float | None:
+    """``stage_hop_s`` of the reference stack: the cost per stage boundary per decode step of
+    its layer split, beyond the link's own time (a few kB sent). Set by how the measured step
+    time of the same device, model, format and lengths grows with the number of devices --
+    the least-squares slope of step time on PP - 1 in each such group, and the median over
+    groups (clamped at 0). Comparing within a group keeps the device's own streaming fraction
+    out: fitted on the step times themselves, the hop also absorbed the k-quant rows' base
+    error (441 us vs 248 us). None with fewer than ``MIN_HOP_GROUPS`` groups on
+    ``MIN_HOP_DEVICES`` devices."""
+    groups = hop_groups(rows)
+    if len(groups) < MIN_HOP_GROUPS or len({k[0] for k in groups}) < MIN_HOP_DEVICES:
+        return None
+    slopes = []
+    for pts in groups.values():
+        pp = np.array([p - 1.0 for p, _ in pts])
+        t = np.array([t for _, t in pts])
+        slopes.append(float(np.sum((pp - pp.mean()) * (t - t.mean()))
+                            / np.sum((pp - pp.mean()) ** 2)))
+    return max(0.0, float(np.median(slopes)))
+
+
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
@@ -264,10 +317,14 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         table = replace(table, memory_types={**kept, **mt}, memory_type_rows=mt_rows)
         table = _with_arch_memory(table, rows)
     fws = dict(base.frameworks)
+    hop = fit_stage_hop(rows)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
         rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
-        note="reference stack: the class and memory-technology values are fitted on its rows")
+        absolute={} if not hop else {"stage_hop_s": hop},
+        note="reference stack: the class and memory-technology values are fitted on its "
+             "rows" + ("" if not hop else "; stage_hop from its layer-split rows (step time vs "
+                             "devices)"))
     table = replace(table, frameworks=fws)
     if frameworks:
         by_fw: dict[str, list[Mapped]] = defaultdict(list)

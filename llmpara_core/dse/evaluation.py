@@ -155,7 +155,9 @@ class DesignContext:
 
     @property
     def efficiency(self) -> Efficiency:
-        return self.base.effective_efficiency
+        """The base hardware's efficiency for the scenario's weight format
+        (``Efficiency.for_weights``)."""
+        return self.base.effective_efficiency.for_weights(self.precision)
 
     @property
     def physics(self) -> phys.ClassPhysics:

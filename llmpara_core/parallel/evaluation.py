@@ -200,8 +200,10 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
     if plan.pp > 1:
         if not last:
             nodes = 1 + any(net.node(r) != net.node(r + grp) for r in range(base, base + grp))
-            out.append(_cost(net, phase, s, "pp_send_hidden", Collective.SEND_RECV, 2, hidden,
-                             1, "model", nodes))
+            c = _cost(net, phase, s, "pp_send_hidden", Collective.SEND_RECV, 2, hidden, 1,
+                      "model", nodes)
+            hop_s = ctx.hardware.effective_efficiency.stage_hop_s
+            out.append(replace(c, estimated_s=c.estimated_s + hop_s) if hop_s else c)
         elif phase == "decode":
             nodes = 1 + any(net.node(r) != net.node(r - base) for r in range(base, base + grp))
             out.append(_cost(net, phase, s, "pp_return_tokens", Collective.SEND_RECV, 2,
@@ -298,7 +300,7 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     ctx = _Ctx(model, hardware, precision, workload, lay, stage_models,
                Net.of(hardware, precision),
                rates(hardware, precision.compute_dtype, estimated=False),
-               rates(hardware, precision.compute_dtype, estimated=True))
+               rates(hardware, precision.compute_dtype, estimated=True, weights=precision))
     wl, m = workload, lay.microbatches
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
@@ -353,8 +355,9 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
     logits = wl.prompt_len if wl.logits_all_tokens else 1
     pre_ops = _device_ops(ctx, s, mb, wl.prompt_len, wl.prompt_len, logits)
     dt = ctx.precision.compute_dtype
-    pre_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb * max(1, wl.prompt_len), batch=mb)
-    dec_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb, batch=mb)
+    pre_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb * max(1, wl.prompt_len), batch=mb,
+                  weights=ctx.precision)
+    dec_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb, batch=mb, weights=ctx.precision)
     pre_rows = [_row("prefill", o, ctx.ideal_r, pre_r) for o in pre_ops]
     pre_c = _device_comms(ctx, s, mb, wl.prompt_len, logits, "prefill")
     dec_phase, d_ideal, d_est = integrate_decode(

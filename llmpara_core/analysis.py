@@ -228,9 +228,8 @@ def phase_rates(hardware: Hardware, precision: Precision, wl: Workload,
     a decode step one per sequence (``roofline.rates``)."""
     dt = precision.compute_dtype
     return (rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch * max(1, wl.prompt_len),
-                  batch=wl.batch, weights=precision),
-            rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch, batch=wl.batch,
-                  weights=precision))
+                  batch=wl.batch),
+            rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch, batch=wl.batch))
 
 
 def _timing(wl: Workload, prefill_s: float, tpot_s: float, steps: int) -> Timing:

@@ -9,7 +9,6 @@ from enum import Enum
 from .errors import ConfigError, require_float
 from .limits import check_float, check_int, check_name
 from .precision import DType
-from .units import BITS_PER_BYTE
 
 
 class HardwareClass(Enum):
@@ -76,12 +75,6 @@ class Topology(Enum):
     TORUS_2D = "torus-2d"
 
 
-# Bounds of the dequantisation terms: 4 B/weight is 8x what an FP16 weight itself costs to
-# stream; weight_extra = dequant x 8 / bits stays below 4 x 8 / 0.1 for any accepted precision.
-MAX_DEQUANT = 4.0
-MAX_WEIGHT_EXTRA = 4.0 * BITS_PER_BYTE / 0.1
-
-
 @dataclass(frozen=True)
 class Efficiency:
     """Achievable fractions of peak compute and peak bandwidth, and fixed costs.
@@ -98,10 +91,7 @@ class Efficiency:
     (softmax, masking and the score matrix's tiles: attention FLOPs count 1 / it times).
     ``kv_reread`` is the share of a GQA group's K/V each further query head of the group
     reads again (``roofline.kv_read_factor``; 0 = once per group, 1 = once per query head).
-    ``dequant_block`` and ``dequant_k`` price unpacking quantised weights inside the matmul
-    kernels (``precision.WEIGHT_FORMATS`` "block" and "k-quant"): extra time per weight, in bytes
-    streamed at the weight rate (B/weight); ``for_weights`` turns them into ``weight_extra``,
-    the extra time per non-KV byte of one precision (see there). ``stage_hop_s`` is a fixed
+    ``stage_hop_s`` is a fixed
     cost per pipeline-stage boundary per pass (the host hands the activations to the next
     device and waits for it: llama.cpp's layer split), on top of the link's own time."""
     compute: float = 1.0
@@ -113,20 +103,13 @@ class Efficiency:
     seq_overhead_s: float = 0.0
     attention_compute: float = 1.0
     kv_reread: float = 0.0
-    dequant_block: float = 0.0
-    dequant_k: float = 0.0
-    weight_extra: float = 0.0
     stage_hop_s: float = 0.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
         require_float("efficiency.memory", self.memory, lo=0, hi=1, lo_open=True)
         require_float("efficiency.kernel_overhead_s", self.kernel_overhead_s, lo=0, hi=1)
-        require_float("efficiency.weight_extra", self.weight_extra, lo=0, hi=MAX_WEIGHT_EXTRA)
-        require_float("efficiency.kv_read", self.kv_read, lo=0, hi=1 + self.weight_extra,
-                      lo_open=True)
-        for f in ("dequant_block", "dequant_k"):
-            require_float(f"efficiency.{f}", getattr(self, f), lo=0, hi=MAX_DEQUANT)
+        require_float("efficiency.kv_read", self.kv_read, lo=0, hi=1, lo_open=True)
         require_float("efficiency.gemm_half_tokens", self.gemm_half_tokens, lo=0, hi=1e6)
         require_float("efficiency.step_overhead_s", self.step_overhead_s, lo=0, hi=1)
         require_float("efficiency.seq_overhead_s", self.seq_overhead_s, lo=0, hi=1)
@@ -142,29 +125,6 @@ class Efficiency:
             return self.compute
         m = max(float(tokens_in_flight), 1.0)
         return self.compute * m / (m + self.gemm_half_tokens)
-
-    def for_weights(self, precision) -> "Efficiency":
-        """This efficiency for weights stored as ``precision`` says: a stack that unpacks them
-        in the matmul kernel (format "block" or "k-quant") spends ``dequant_*`` bytes' worth of
-        streaming time per weight, e = dequant x 8 / weight bits per byte of weights. Applied
-        as a lower ``memory`` (1 / (1 + e)) for all non-KV traffic -- at decode that is the
-        weights -- with ``kv_read`` raised by the same factor so KV-cache reads keep their own
-        rate (``roofline.rates`` keeps the link's too, ``weight_extra`` = e). The result has
-        no ``dequant_*`` left: applying it twice changes nothing."""
-        if not (self.dequant_block or self.dequant_k):
-            return self
-        d = {"block": self.dequant_block, "k-quant": self.dequant_k}.get(
-            precision.weight_format, 0.0)
-        e = d * BITS_PER_BYTE / precision.weight_ffn_bits
-        return replace(self, memory=self.memory / (1.0 + e), kv_read=self.kv_read * (1.0 + e),
-                       weight_extra=(1.0 + self.weight_extra) * (1.0 + e) - 1.0,
-                       dequant_block=0.0, dequant_k=0.0)
-
-    @property
-    def stream_memory(self) -> float:
-        """``memory`` before ``for_weights`` lowered it: the fraction of peak bandwidth plain
-        (KV, activation, link) traffic reaches."""
-        return self.memory * (1.0 + self.weight_extra)
 
     def pass_overhead_s(self, batch: int | None) -> float:
         """Fixed cost of one forward pass over ``batch`` sequences [s]."""

@@ -187,8 +187,7 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
                       kernel_overhead_s=default.kernel_overhead_s if overhead is None
                       else overhead,
                       kv_read=default.kv_read if kv_read is None else kv_read,
-                      kv_reread=default.kv_reread,      # the reference stack's (not keys)
-                      dequant_block=default.dequant_block, dequant_k=default.dequant_k)
+                      kv_reread=default.kv_reread)      # the reference stack's (not a key)
 
 
 def _tiers(data: dict, origin: str) -> tuple[MemoryTier, ...]:

@@ -3,7 +3,6 @@ data type that selects the hardware's peak."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -18,33 +17,6 @@ class DType(Enum):
     INT8 = "int8"
     INT4 = "int4"
     FP4 = "fp4"      # 4-bit float (E2M1) tensor-core path: NVIDIA Blackwell, AMD CDNA4
-
-
-# How the matmul kernels read the weights (``Efficiency.dequant_block`` / ``dequant_k`` price
-# the unpacking):
-WEIGHT_FORMATS = {
-    "native": "read as stored by the matmul units (FP32/FP16/BF16; FP8, FP4, INT8 weights on "
-              "hardware computing in that type)",
-    "block": "integers or minifloats in blocks with a scale, dequantised to the compute type "
-             "inside the kernel (GGUF Q4_0/Q8_0, GPTQ, AWQ, EXL2, MLC q4f16, int8/int4 "
-             "weight-only)",
-    "k-quant": "llama.cpp k-quants: super-blocks of blocks with quantised scales, two levels "
-               "to unpack (Q2_K ... Q6_K, Q4_K_M)",
-}
-_K_QUANT = re.compile(r"(^|[^a-z0-9])(q[2-6]_k|iq[1-4])", re.IGNORECASE)
-# Bits a weight of each compute type has when the matmul reads it as stored.
-_NATIVE_BITS = {DType.FP32: 32.0, DType.FP16: 16.0, DType.FP8: 8.0, DType.INT8: 8.0,
-                DType.INT4: 4.0, DType.FP4: 4.0}
-
-
-def infer_weight_format(name: str, weight_bits: float, compute_dtype: DType) -> str:
-    """The ``WEIGHT_FORMATS`` key of a precision from its name and numbers: a k-quant name
-    (Q4_K_M, IQ3_XS) is "k-quant"; weights at least as wide as what the compute type's units
-    read (FP16 on FP16, FP8 on FP8, NVFP4's 4.5 bits on FP4) are "native"; narrower ones (Q8_0's
-    8.5 bits or int4 under FP16 compute) are unpacked by the kernel: "block"."""
-    if _K_QUANT.search(name or ""):
-        return "k-quant"
-    return "native" if weight_bits >= _NATIVE_BITS[compute_dtype] else "block"
 
 
 @dataclass(frozen=True)
@@ -62,7 +34,6 @@ class Precision:
     compute_dtype: DType = DType.FP16
     norm_bits: float = 16.0
     name: str = "custom"
-    weight_format: str = ""   # WEIGHT_FORMATS key; "" = inferred (``infer_weight_format``)
 
     def __post_init__(self):
         for f in ("weight_attn_bits", "weight_ffn_bits", "weight_embed_bits",
@@ -78,12 +49,6 @@ class Precision:
                     f"got {self.compute_dtype!r}") from None
         if not isinstance(self.compute_dtype, DType):
             raise ConfigError(f"compute_dtype must be a DType, got {self.compute_dtype!r}")
-        fmt = str(self.weight_format or "").strip().lower() or infer_weight_format(
-            str(self.name), self.weight_ffn_bits, self.compute_dtype)
-        if fmt not in WEIGHT_FORMATS:
-            raise ConfigError(f"weight_format must be one of {', '.join(WEIGHT_FORMATS)}, "
-                              f"got {str(self.weight_format)[:40]!r}")
-        object.__setattr__(self, "weight_format", fmt)
 
 
 def _p(name, w, a, kv, dtype, embed=None, attn=None, norm=16.0):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import IDEAL, Efficiency, Hardware
-from .precision import DType, Precision
+from .precision import DType
 
 
 @dataclass(frozen=True)
@@ -39,21 +39,17 @@ class Rates:
 
 def rates(hardware: Hardware, dtype: DType, estimated: bool,
           efficiency: Efficiency | None = None, *, tokens_in_flight: float | None = None,
-          batch: int | None = None, weights: Precision | None = None) -> Rates:
+          batch: int | None = None) -> Rates:
     """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own.
 
     Estimated mode only: ``tokens_in_flight`` (rows of every GEMM in the pass: batch x new
     tokens per sequence) sets the GEMM compute fraction (``Efficiency.compute_at``; None = the
-    large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``),
-    ``weights`` the precision whose weight format prices dequantisation
-    (``Efficiency.for_weights``; the link keeps the plain streaming fraction)."""
+    large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``)."""
     eff = IDEAL if not estimated else (efficiency or hardware.effective_efficiency)
-    if weights is not None:
-        eff = eff.for_weights(weights)
     peak, used = hardware.peak_flops_per_s(dtype)
     link = None
     if hardware.interconnect is not None:
-        link = hardware.interconnect.bandwidth_bytes_per_s * (eff.stream_memory if estimated else 1.0)
+        link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
     return Rates(peak * eff.compute_at(tokens_in_flight),
                  hardware.memory_bandwidth_bytes_per_s * eff.memory,
                  eff.kernel_overhead_s, used, link, eff.kv_read,

@@ -92,7 +92,6 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "kernel_overhead_us": ("kernel_overhead_s", S_PER_US),
                  "step_overhead_us": ("step_overhead_s", S_PER_US),
                  "seq_overhead_us": ("seq_overhead_s", S_PER_US),
-                 "dequant_block": ("dequant_block", 1.0), "dequant_k": ("dequant_k", 1.0),
                  "stage_hop_us": ("stage_hop_s", S_PER_US)}
 
 
@@ -335,16 +334,6 @@ HEADER = """\
 #                  head (llama.cpp; gpt-fast repeats K/V to every query head) and keeps the
 #                  class's kv_reread; other stacks (paged attention / FlashDecoding, fused
 #                  GQA kernels) read each KV block once per group: kv_reread = 0.
-#                  dequant_block / dequant_k: time a stack spends unpacking quantised weights
-#                  in its matmul kernels, as extra bytes streamed per weight (B/weight), for
-#                  block formats (int8/int4 weight-only, GPTQ, Q4_0 ...) and llama.cpp
-#                  k-quants (precision.WEIGHT_FORMATS; native FP16/BF16/FP8 weights pay none):
-#                  weight traffic costs 1 + dequant x 8 / bits times its bytes. Fitted per
-#                  stack where its batch-1 rows have both native and quantised weights on >= 2
-#                  devices (gpt-fast: BF16 vs int8/int4 on A100 and MI250X; int8 streams at
-#                  ~0.74 of BF16's rate on the A100); 0 elsewhere. Not fitted for the
-#                  reference stack: per class it lowered in-sample but raised leave-one-
-#                  device-out error (fitting.FIT_CLASS_DEQUANT says by how much).
 #                  stage_hop_us (llama.cpp): cost per pipeline-stage boundary per pass of its
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
@@ -377,10 +366,8 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"kernel_overhead_us = {_fmt(e.kernel_overhead_s / S_PER_US)}",
                   f"kv_read = {_fmt(e.kv_read)}",
                   f"kv_reread = {_fmt(e.kv_reread)}",
-                  f"attention_compute = {_fmt(e.attention_compute)}"]
-        lines += [f"{k} = {_fmt(getattr(e, k))}" for k in ("dequant_block", "dequant_k")
-                  if getattr(e, k)]
-        lines += [f"rows = {table.class_rows[cls]}", ""]
+                  f"attention_compute = {_fmt(e.attention_compute)}",
+                  f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
         lines.append(f'[memory_type."{name}"]')
         lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..analysis import analyze
-from ..hardware import IDEAL, MAX_DEQUANT, Efficiency
+from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
 from ..roofline import Rates, op_time_s
 from ..units import S_PER_MS
@@ -71,7 +71,6 @@ class RowFeatures:
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload
-        eff = eff.for_weights(self.row.precision)
         b = wl.batch
         if m.metric in ("decode_tok_s", "throughput_tok_s"):
             step = self.decode.time_s(self._rates(eff, b))
@@ -147,36 +146,3 @@ def weights(rows: list[Mapped]) -> np.ndarray:
     return np.array([1.0 / math.sqrt(n[(r.hardware.slug, r.measurement.metric)]) for r in rows])
 
 
-# ---- dequantisation cost per weight format ---------------------------------------------------
-
-# Dequantisation cost (``Efficiency.dequant_block`` / ``dequant_k``) of one weight format is
-# fitted where it is separable from the bandwidth fraction: rows of that format and of native
-# weights, the format's rows from >= MIN_FORMAT_DEVICES devices (with one device, its quirks
-# and the cost cannot be told apart). A stack needs one row of each (min_rows=1); a class fit
-# MIN_FORMAT_ROWS.
-DEQUANT_FIELDS = {"block": "dequant_block", "k-quant": "dequant_k"}
-MIN_FORMAT_ROWS = 2
-MIN_FORMAT_DEVICES = 2
-DEQUANT_START = 0.05            # B/weight where the optimiser starts
-DEQUANT_FLOOR = 1e-4            # below this a fitted cost is written as 0
-
-
-def _dequant(x: float) -> float:
-    d = math.exp(max(-30.0, min(math.log(MAX_DEQUANT), x)))
-    return 0.0 if d < DEQUANT_FLOOR else d
-
-
-def dequant_formats(rows: list[Mapped], min_devices: int = 1,
-                    min_rows: int = MIN_FORMAT_ROWS) -> tuple[str, ...]:
-    """The quantised weight formats whose dequantisation cost ``rows`` (batch-1 decode) can
-    pin: ``min_rows`` rows of the format from ``min_devices`` devices, and as many
-    native-weight rows beside them."""
-    decode = [r for r in rows if r.measurement.metric == "decode_tok_s"]
-    by = defaultdict(list)
-    for r in decode:
-        by[r.precision.weight_format].append(r)
-    if len(by.get("native", ())) < min_rows:
-        return ()
-    return tuple(f for f in DEQUANT_FIELDS
-                 if len(by.get(f, ())) >= min_rows
-                 and len({r.hardware.slug for r in by[f]}) >= min_devices)

@@ -35,9 +35,8 @@ import numpy as np
 
 from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
                          memory_type_of)
-from .fastpath import (DEQUANT_FIELDS, DEQUANT_START, MIN_FORMAT_DEVICES,  # noqa: F401
-                       PRIOR_WEIGHT, PhaseArrays, RowFeatures, _dequant, _logit, _sigmoid,
-                       dequant_formats, features, huber, nelder_mead, weights)
+from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
+                       features, huber, nelder_mead, weights)
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
                         kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
@@ -70,18 +69,21 @@ SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
 # would have to exceed 1 on consumer GPUs (it sits at its cap of 1 already at 0.3): their L2
 # keeps most of a group's K/V. Written into each fitted [class.*] as ``kv_reread``.
 REFERENCE_KV_REREAD = 0.3
-# The reference stack's dequantisation costs (``Efficiency.dequant_*``) are not fitted per
-# class: fitted on the class rows (k-quant on consumer GPUs and SoCs) they lowered the
-# in-sample batch-1 error (5.1 -> 4.9 %) but raised leave-one-device-out (6.8 -> 7.0 %;
-# consumer GPUs 5.0 -> 6.3 %, SoCs 5.0 -> 5.1 %): on these rows the format is confounded with
-# model size and multi-GPU splits (Q4_K_M 8B over-, 70B under-predicted), so llama.cpp keeps 0.
-FIT_CLASS_DEQUANT = False
+# Tried and not kept (issue 13): a dequantisation cost per weight format (extra streaming time
+# per weight for block formats -- int8/int4 weight-only, Q4_0 -- and k-quants, native
+# FP16/BF16/FP8 free). Per class on llama.cpp rows it lowered the in-sample batch-1 error (5.1
+# -> 4.9 %) but raised leave-one-device-out (6.8 -> 7.0 %; consumer GPUs 5.0 -> 6.3 %): the
+# format is confounded with model size and multi-GPU splits there. Per stack, gpt-fast's rows
+# pin it (0.30 B/weight: int8 streams at ~0.74 of BF16's rate on the A100) but only on two
+# devices of two vendors (held out, the MI250X's 0.50 mispredicts the A100's int8 rows by
+# -13 %), and it broke the tensor-parallel scaling of its int8 rows (TP8 speedup predicted
+# 5.1x vs 4.2x measured, +22 %): the quantised rows' TP1 cost is not per-weight streaming time.
 
 
 # ---- class fit ------------------------------------------------------------------------------
 
 def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
-            overhead_s: float | None, formats: tuple[str, ...] = ()) -> Efficiency:
+            overhead_s: float | None) -> Efficiency:
     return Efficiency(compute=_sigmoid(x[3]) if fit_compute else base.compute,
                       memory=_sigmoid(x[0]),
                       kernel_overhead_s=(math.exp(x[1]) * S_PER_US if overhead_s is None
@@ -89,25 +91,21 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       kv_read=_sigmoid(x[2]),
                       attention_compute=(_sigmoid(x[4]) if fit_compute
                                          else base.attention_compute),
-                      kv_reread=base.kv_reread,
-                      **{DEQUANT_FIELDS[f]: _dequant(v) for f, v in zip(formats, x[5:])})
+                      kv_reread=base.kv_reread)
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
               overhead_s: float | None = None) -> Efficiency:
     """Class efficiency minimising the weighted loss over ``feats`` (``overhead_s`` given =
-    the kernel overhead is held at that value); with the dequantisation cost of each weight
-    format the rows pin (``dequant_formats``)."""
+    the kernel overhead is held at that value)."""
     prefill = [f.row for f in feats if f.row.measurement.metric != "decode_tok_s"]
     fit_compute = (len(prefill) >= MIN_PREFILL_ROWS
                    and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
-    formats = (dequant_formats([f.row for f in feats], MIN_FORMAT_DEVICES)
-               if FIT_CLASS_DEQUANT else ())
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
 
     def loss(x):
-        eff = _unpack(x, base, fit_compute, overhead_s, formats)
+        eff = _unpack(x, base, fit_compute, overhead_s)
         pred = np.array([f.predict(eff) for f in feats])
         prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
                                 + math.log(eff.attention_compute) ** 2)
@@ -115,7 +113,7 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
 
     x0 = np.array([_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
                    _logit(base.kv_read), _logit(base.compute),
-                   _logit(base.attention_compute)] + [math.log(DEQUANT_START)] * len(formats))
+                   _logit(base.attention_compute)])
     x = nelder_mead(loss, x0, step=1.0)
     for _ in range(RESTARTS):            # restart until it stops improving: Nelder-Mead stalls
         x_new = nelder_mead(loss, x, step=0.2)
@@ -123,7 +121,7 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
         x = x_new if improved else x
         if not improved:
             break
-    return _unpack(x, base, fit_compute, overhead_s, formats)
+    return _unpack(x, base, fit_compute, overhead_s)
 
 
 def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None

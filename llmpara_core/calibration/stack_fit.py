@@ -12,9 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from .efficiency import FRAMEWORKS, KV_PER_QUERY_HEAD, EfficiencyTable, FrameworkProfile
-from .fastpath import (DEQUANT_FIELDS, DEQUANT_START, MIN_FORMAT_DEVICES, PRIOR_WEIGHT, _dequant,
-                       dequant_formats,
-                       features, huber, nelder_mead, weights)
+from .fastpath import PRIOR_WEIGHT, features, huber, nelder_mead, weights
 from .measurements import Mapped, metric_value, regime, timings
 
 MIN_FRAMEWORK_ROWS = 2
@@ -64,12 +62,6 @@ def _fit(rows: list[Mapped], effs, x0: np.ndarray, iters: int, prior=None) -> np
     return nelder_mead(loss, x, step=0.1, iters=iters, tol=1e-8)
 
 
-def _scale_prior(n: int):
-    """The weak prior on a stack's scales (the first ``n`` of x, log scale) towards 1; none on
-    the dequantisation costs after them."""
-    return lambda x: PRIOR_WEIGHT * float(np.sum(np.square(x[:n])))
-
-
 def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
     return replace(table, frameworks={**table.frameworks, prof.name: prof})
 
@@ -88,25 +80,17 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     batched = [r for r in rows if regime(r) == "batched" and r.devices == 1]
     used = 0
     if len(decode) >= MIN_FRAMEWORK_ROWS:
-        # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale; the
-        # dequantisation cost of each weight format the rows separate from it (with
-        # ``dequant_formats``' rows of that format and of native weights)
+        # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale
         two = len(decode) >= 2 * MIN_FRAMEWORK_ROWS
-        formats = dequant_formats(decode, MIN_FORMAT_DEVICES, min_rows=1)
-        n = 2 if two else 1
 
         def scales(x) -> dict:
             return {"memory_scale": math.exp(x[0]),
-                    "overhead_scale": math.exp(x[1]) if two else 1.0,
-                    "absolute": {**prof.absolute, **{DEQUANT_FIELDS[f]: _dequant(v)
-                                                     for f, v in zip(formats, x[n:])}}}
+                    "overhead_scale": math.exp(x[1]) if two else 1.0}
 
         def effs(x):
             t = _with(table, replace(prof, **scales(x)))
             return [t.efficiency_for(r.hardware, name) for r in decode]
-        x0 = np.array([0.0] * n + [math.log(DEQUANT_START)] * len(formats))
-        prof = replace(prof, **scales(_fit(decode, effs, x0, 60 + 40 * len(formats),
-                                           prior=_scale_prior(n))))
+        prof = replace(prof, **scales(_fit(decode, effs, np.zeros(2 if two else 1), 60)))
         used += len(decode)
     if len(other) >= MIN_FRAMEWORK_ROWS:
         def effs(x):

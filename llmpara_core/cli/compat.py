@@ -69,8 +69,7 @@ def console_summary(report) -> list[str]:
     from ..roofline import rates
     pre, dec, steps = report.prefill, report.decode, report.decode_steps
     total = pre.flops + steps * dec.flops
-    est = rates(report.hardware, report.dtype_used, estimated=True, efficiency=report.efficiency,
-                weights=report.precision)
+    est = rates(report.hardware, report.dtype_used, estimated=True)
     peak_ridge = report.peak_flops_per_s / report.bandwidth_bytes_per_s
     lines = ["", "Summary",
              f"  total FLOPs (prefill + {steps} decode steps): {_si(total, 'FLOP')}",

@@ -155,9 +155,7 @@ class DesignContext:
 
     @property
     def efficiency(self) -> Efficiency:
-        """The base hardware's efficiency for the scenario's weight format
-        (``Efficiency.for_weights``)."""
-        return self.base.effective_efficiency.for_weights(self.precision)
+        return self.base.effective_efficiency
 
     @property
     def physics(self) -> phys.ClassPhysics:

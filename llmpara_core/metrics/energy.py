@@ -235,7 +235,7 @@ def energy_report(report: Report, params: EnergyParams | None = None,
 
 def estimated_rates(report: Report) -> Rates:
     return rates(report.hardware, report.precision.compute_dtype, estimated=True,
-                 efficiency=report.efficiency, weights=report.precision)
+                 efficiency=report.efficiency)
 
 
 # ------------------------------------------------------------------------------ rooflines

@@ -300,7 +300,7 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     ctx = _Ctx(model, hardware, precision, workload, lay, stage_models,
                Net.of(hardware, precision),
                rates(hardware, precision.compute_dtype, estimated=False),
-               rates(hardware, precision.compute_dtype, estimated=True, weights=precision))
+               rates(hardware, precision.compute_dtype, estimated=True))
     wl, m = workload, lay.microbatches
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
@@ -355,9 +355,8 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
     logits = wl.prompt_len if wl.logits_all_tokens else 1
     pre_ops = _device_ops(ctx, s, mb, wl.prompt_len, wl.prompt_len, logits)
     dt = ctx.precision.compute_dtype
-    pre_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb * max(1, wl.prompt_len), batch=mb,
-                  weights=ctx.precision)
-    dec_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb, batch=mb, weights=ctx.precision)
+    pre_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb * max(1, wl.prompt_len), batch=mb)
+    dec_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb, batch=mb)
     pre_rows = [_row("prefill", o, ctx.ideal_r, pre_r) for o in pre_ops]
     pre_c = _device_comms(ctx, s, mb, wl.prompt_len, logits, "prefill")
     dec_phase, d_ideal, d_est = integrate_decode(

@@ -86,7 +86,7 @@ class IterationCost:
                              for f, n in lay.stages)
         self._ctx = _Ctx(model, hw, precision, wl, lay, stage_models, Net.of(hw, precision),
                          rates(hw, precision.compute_dtype, estimated=False),
-                         rates(hw, precision.compute_dtype, estimated=True, weights=precision))
+                         rates(hw, precision.compute_dtype, estimated=True))
         self.stages = tuple(self._fit_stage(s) for s in range(len(stage_models)))
         self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r

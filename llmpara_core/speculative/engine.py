@@ -259,15 +259,13 @@ class _Engine:
                               "(the first comes from prefill)")
         dt, ddt = su.precision.compute_dtype, su.draft_precision.compute_dtype
         b = wl.batch
-        self.r = {True: rates(su.hardware, dt, True, su.efficiency, tokens_in_flight=b, batch=b,
-                              weights=su.precision),
+        self.r = {True: rates(su.hardware, dt, True, su.efficiency, tokens_in_flight=b, batch=b),
                   False: rates(su.hardware, dt, False)}
         deff = su.efficiency if su.same_device else None
         # a draft pass pays the per-sequence cost (inputs prepared per sequence) but not the
         # scheduler's per-iteration cost, paid once per draft+verify iteration with the verify
         deff_used = deff or su.draft_hardware.effective_efficiency
-        self.rd = {True: replace(rates(su.draft_hardware, ddt, True, deff, tokens_in_flight=b,
-                                       weights=su.draft_precision),
+        self.rd = {True: replace(rates(su.draft_hardware, ddt, True, deff, tokens_in_flight=b),
                                  pass_overhead_s=deff_used.seq_overhead_s * b),
                    False: rates(su.draft_hardware, ddt, False)}
         self._verify: dict[int, _Pass] = {}
@@ -287,7 +285,7 @@ class _Engine:
         su = self.su
         b = su.workload.batch
         return rates(su.hardware, su.precision.compute_dtype, True, su.efficiency,
-                     tokens_in_flight=b * s, batch=b, weights=su.precision)
+                     tokens_in_flight=b * s, batch=b)
 
     def verify(self, s: int) -> _Pass:
         if s not in self._verify:

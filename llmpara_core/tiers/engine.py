@@ -278,9 +278,8 @@ def _rates(hardware: Hardware, precision: Precision, estimated: bool,
     :func:`~llmpara_core.roofline.op_time_s` does; 1.0 when the efficiency has no such
     factor)."""
     r = rates(hardware, precision.compute_dtype, estimated, efficiency,
-              tokens_in_flight=tokens_in_flight, batch=batch, weights=precision)
-    eff = (efficiency or hardware.effective_efficiency).for_weights(precision) if estimated \
-        else None
+              tokens_in_flight=tokens_in_flight, batch=batch)
+    eff = (efficiency or hardware.effective_efficiency) if estimated else None
     bw = np.array([t.bandwidth_bytes_per_s for t in hardware.tiers])
     if eff is None:
         return r, bw, np.zeros(len(bw))

@@ -150,7 +150,9 @@ def test_framework_names_and_profiles():
     assert calibration.framework_of_label("ExLlamaV2") == "exllamav2"
     assert calibration.framework_of_label("T-MAC (CPU, LUT kernels)") is None
     gen = table.efficiency_for(H100)
-    assert table.efficiency_for(H100, "llama.cpp") == gen           # the reference stack
+    ref = table.efficiency_for(H100, "llama.cpp")                   # the reference stack,
+    assert ref.stage_hop_s > 0 and gen.stage_hop_s == 0             # plus its layer-split hop
+    assert replace(ref, stage_hop_s=0.0) == gen
     assert table.efficiency_for(H100, "mlx") == gen                 # no data: generic
     fast = table.efficiency_for(H100, "gpt-fast")
     assert fast.memory > gen.memory and fast.memory <= 1.0

@@ -290,9 +290,9 @@ def collectives_section(report: parallel.ShardReport) -> pd.DataFrame:
     else:
         shown = coll_df.assign(message=coll_df.message_bytes.map(fmt_bytes),
                                each=coll_df.estimated_s.map(fmt_time),
-                               per_pass=coll_df.estimated_total_s.map(fmt_time))
+                               **{"per pass": coll_df.estimated_total_s.map(fmt_time)})
         st.dataframe(shown[["phase", "stage", "collective", "kind", "participants", "nodes",
-                            "message", "count", "each", "per_pass"]], hide_index=True)
+                            "message", "count", "each", "per pass"]], hide_index=True)
     return coll_df
 
 

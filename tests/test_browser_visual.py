@@ -3,8 +3,8 @@ pages are covered without editing this file), light and dark, at 1440 px, with t
 scenario and with one shared link, in a real headless Chromium against one `streamlit run`.
 
 On every page: no exception; every Plotly chart's log axes span at most 12 decades, no axis
-carries more than 30 tick labels and horizontal tick labels do not overlap; no metric value
-or label is cut off (scrollWidth > clientWidth); no request leaves 127.0.0.1. Screenshots go to
+carries more than 30 tick labels, horizontal tick labels do not overlap and no legend scrolls;
+no metric value or label is cut off (scrollWidth > clientWidth); no request leaves 127.0.0.1. Screenshots go to
 tests/out/visual/ (gitignored); idle times after a widget change go to
 tests/out/visual/idle_times.json. Skipped, with the reason, where Chromium is absent."""
 
@@ -92,8 +92,22 @@ CLIPPED_JS = r"""
 """
 
 
+# Every Plotly chart whose legend scrolls (taller than the plot: the entries below the fold
+# are hidden unless the reader finds the scrollbar).
+LEGEND_JS = r"""
+() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => {
+  const sb = el.querySelector('.legend .scrollbar');
+  return sb && sb.getBoundingClientRect().height > 0;
+}).map((el, i) => {
+  const lt = el.layout && el.layout.title;
+  return (lt && (lt.text || (typeof lt === 'string' ? lt : ''))) || 'a chart';
+})
+"""
+
+
 def chart_problems(page) -> list[str]:
-    problems = []
+    problems = [f"{title!r}: the legend scrolls (entries hidden)"
+                for title in page.evaluate(LEGEND_JS)]
     for ax in page.evaluate(CHART_JS):
         where = f"{ax['title']!r} {ax['axis']}"
         if ax["type"] == "log" and ax["range"] and len(ax["range"]) == 2:

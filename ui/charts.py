@@ -201,7 +201,9 @@ def category_bars(df, value: str, title: str, y_title: str, log: bool = False,
                              hovertemplate="%{x}: %{y:.4g}<extra>" + phase + "</extra>"))
     fig.update_layout(title=title, barmode=barmode, height=380,
                       margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(title=y_title, type="log" if log else "linear")
+    # powers of ten on a log axis: SI prefixes on a GFLOP axis read "100µ GFLOP"
+    fig.update_yaxes(title=y_title, type="log" if log else "linear",
+                     exponentformat="power" if log else "B")
     return fig
 
 
@@ -323,5 +325,7 @@ def compare_bars(labels: Sequence[str], est: Sequence[float], ideal: Sequence[fl
                hovertemplate="%{x}: %{y:.4g}<extra>ideal</extra>"),
     ])
     fig.update_layout(title=title, barmode="group", height=360, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(title=y_title, type="log" if log else "linear")
+    # powers of ten on a log axis: SI prefixes on a GFLOP axis read "100µ GFLOP"
+    fig.update_yaxes(title=y_title, type="log" if log else "linear",
+                     exponentformat="power" if log else "B")
     return fig

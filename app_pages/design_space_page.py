@@ -167,12 +167,15 @@ def tornado(sens: dse.Sensitivity, objective: str, low: float, high: float) -> g
     keys = list(rel)
     labels = [dse_space.AXES[k].label for k in keys]
     fig = go.Figure()
+    widest = 0.0
     for m, color in ((low, LOW_COLOR), (high, HIGH_COLOR)):
         vals = [None if dict(rel[k]).get(m) is None else (dict(rel[k])[m] - 1) * 100
                 for k in keys]
+        widest = max([widest, *(abs(v) for v in vals if v is not None)])
         fig.add_trace(go.Bar(y=labels, x=vals, orientation="h", name=f"× {m:g}",
-                             marker_color=color, texttemplate="%{x:+.3g} %",
-                             textposition="outside", cliponaxis=False,
+                             marker_color=color, textposition="outside", cliponaxis=False,
+                             text=["" if v is None else "no change" if abs(v) < 0.05
+                                   else f"{v:+.3g} %" for v in vals],
                              hovertemplate="%{y}: %{x:+.3g} %<extra>× " + f"{m:g}</extra>"))
         for k, lab, v in zip(keys, labels, vals):
             if v is None:
@@ -183,7 +186,11 @@ def tornado(sens: dse.Sensitivity, objective: str, low: float, high: float) -> g
                                    yshift=10 if m > 1 else -10, font=dict(size=11))
     fig.update_layout(barmode="group", height=140 + 60 * max(1, len(keys)),
                       margin=dict(l=10, r=40, t=30, b=10), legend=dict(orientation="h", y=1.12))
-    fig.update_xaxes(title=f"change of {dse.OBJECTIVES[objective].label} [%]", zeroline=True)
+    # Symmetric about 0 with room for the labels: both multipliers' sides stay visible (an
+    # axis ending at 0 pushed the "× 2" labels out of the chart).
+    half = 1.6 * max(widest, 10.0)
+    fig.update_xaxes(title=f"change of {dse.OBJECTIVES[objective].label} [%]", zeroline=True,
+                     range=[-half, half])
     return fig
 
 

@@ -260,13 +260,13 @@ def need_result() -> bool:
 def placement_view() -> None:
     show(tier_charts.placement_figure(res), "tiers-placement")
     trows = pd.DataFrame(tier_rows(res))
-    st.dataframe(trows.assign(
-        capacity=trows.capacity_bytes.map(fmt_gb), used=trows.used_bytes.map(fmt_gb),
-        weights=trows.weight_bytes.map(fmt_gb), kv_cache=trows.kv_cache_bytes.map(fmt_gb),
-        activations=trows.activation_bytes.map(fmt_bytes),
-        read_per_step=trows.read_bytes_per_step.map(fmt_bytes))[
-        ["tier", "capacity", "used", "weights", "kv_cache", "activations", "read_per_step"]],
-        hide_index=True)
+    # One byte formatter for every column (GB = 10^9 B), headers in words.
+    shown = {"capacity": "capacity_bytes", "used": "used_bytes", "weights": "weight_bytes",
+             "KV cache": "kv_cache_bytes", "activations": "activation_bytes",
+             "read per decode step": "read_bytes_per_step"}
+    st.dataframe(pd.DataFrame({"tier": trows.tier, **{h: trows[c].map(fmt_bytes)
+                                                      for h, c in shown.items()}}),
+                 hide_index=True)
     prow = placement_rows(res.placement)
     pdf = pd.DataFrame([{"item": r["key"], "category": r["category"], "layer": r["layer"],
                          "stored_bytes": r["stored_bytes"], "read_density": r["read_density"],

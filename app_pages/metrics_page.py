@@ -20,7 +20,7 @@ from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimate
                                  params_for_report, read_energy_measurements, reference_alpha,
                                  geometric_mean_ratio, tdp_fraction_roofline, validate_energy)
 from llmpara_core.errors import LLMParaError
-from llmpara_core.units import FLOPS_PER_TFLOP
+from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ
 from ui.format import escape_md, fmt_time, sig
 from ui.tables import csv_bytes
 from ui.page_inputs import optional_number
@@ -263,12 +263,12 @@ def energy_view() -> None:
             ("Whole run", f"{sig(e.total_j)} J in {fmt_time(e.total_time_s)}"),
             ("Tokens per joule", sig(e.tokens_per_j)),
             ("Static power while busy", f"{sig(p.static_w)} W"),
-            ("Dynamic energy per FLOP", f"{sig(p.flop_j * 1e12)} pJ ({p.dtype_used.value})"),
-            ("Memory energy per byte (weights)", f"{sig(p.weight_j_per_byte * 1e12)} pJ"),
+            ("Dynamic energy per FLOP", f"{sig(p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
+            ("Memory energy per byte (weights)", f"{sig(p.weight_j_per_byte / J_PER_PJ)} pJ"),
         ], columns=["quantity", "value"]), hide_index=True)
-        parts = e.whole_run_parts_j()
-        fig = go.Figure(go.Bar(x=[v for v in parts.values()],
-                               y=["compute", "memory", "static", "link"], orientation="h",
+        # parts that draw energy (no empty 'link' row on a single device)
+        parts = {k: v for k, v in e.whole_run_parts_j().items() if v > 0}
+        fig = go.Figure(go.Bar(x=list(parts.values()), y=list(parts), orientation="h",
                                hovertemplate="%{y}: %{x:.3g} J<extra></extra>"))
         fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)")
         st.plotly_chart(fig, key="m_parts", config=chart_config("energy_breakdown"))
@@ -378,8 +378,8 @@ def compare_view() -> None:
     df = pd.DataFrame([{
         "device": r.name, "slug": r.slug, "class": r.hw_class,
         "fits": {True: "fits", False: "does not fit", None: "error"}[r.fits],
-        "memory_needed_GB": None if r.memory_needed_bytes is None else r.memory_needed_bytes / 1e9,
-        "capacity_GB": r.capacity_bytes / 1e9, "output_tokens_per_s": r.output_tokens_per_s,
+        "memory_needed_GB": None if r.memory_needed_bytes is None else r.memory_needed_bytes / BYTES_PER_GB,
+        "capacity_GB": r.capacity_bytes / BYTES_PER_GB, "output_tokens_per_s": r.output_tokens_per_s,
         "j_per_token": r.j_per_token, "tokens_per_j": r.tokens_per_j,
         "usd_per_million_tokens": r.usd_per_million_tokens,
         "co2e_g_per_million_tokens": r.co2e_g_per_million_tokens, "avg_power_w": r.avg_power_w,

@@ -15,6 +15,7 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.export import _plain
 from llmpara_core.hardware import Hardware, Topology
 from llmpara_core.model import Model
+from llmpara_core.parallel.plan import MAX_DEGREE
 from llmpara_core.precision import Precision
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS, S_PER_US
@@ -157,14 +158,14 @@ with c2:
 max_dev = ic.devices if ic else 1024
 cols = st.columns(6)
 with cols[0]:
-    tp = url_number("TP", "sh_tp", 1, 1024, ic.devices if ic else 1, step=1, help="Tensor-parallel degree")
+    tp = url_number("TP", "sh_tp", 1, MAX_DEGREE, ic.devices if ic else 1, step=1, help="Tensor-parallel degree")
 with cols[1]:
-    pp = url_number("PP", "sh_pp", 1, 1024, 1, step=1, help="Pipeline stages")
+    pp = url_number("PP", "sh_pp", 1, MAX_DEGREE, 1, step=1, help="Pipeline stages")
 with cols[2]:
-    dp = url_number("DP", "sh_dp", 1, 1024, 1, step=1,
+    dp = url_number("DP", "sh_dp", 1, MAX_DEGREE, 1, step=1,
                     help="Data-parallel replicas; the sidebar batch is the global batch")
 with cols[3]:
-    ep = url_number("EP", "sh_ep", 1, 1024, 1, step=1,
+    ep = url_number("EP", "sh_ep", 1, MAX_DEGREE, 1, step=1,
                     help="Expert parallelism (MoE): divides TP x DP and the experts")
 with cols[4]:
     mb = url_number("Microbatches", "sh_mb", 0, 100000, 0, step=1,
@@ -289,9 +290,9 @@ def collectives_section(report: parallel.ShardReport) -> pd.DataFrame:
     else:
         shown = coll_df.assign(message=coll_df.message_bytes.map(fmt_bytes),
                                each=coll_df.estimated_s.map(fmt_time),
-                               per_pass=coll_df.estimated_total_s.map(fmt_time))
+                               **{"per pass": coll_df.estimated_total_s.map(fmt_time)})
         st.dataframe(shown[["phase", "stage", "collective", "kind", "participants", "nodes",
-                            "message", "count", "each", "per_pass"]], hide_index=True)
+                            "message", "count", "each", "per pass"]], hide_index=True)
     return coll_df
 
 

@@ -58,9 +58,16 @@ def stats_table(groups: list[dict], metric: str) -> pd.DataFrame:
     return df[list(cols)].rename(columns=cols)
 
 
-PCT = {c: st.column_config.NumberColumn(c, format="percent") for c in (
+# The error tables' fraction columns, shown in percent with one decimal (Streamlit's "percent"
+# format printed 48.64%, 16% and 0% in one column).
+PCT = {c: st.column_config.NumberColumn(c, format="%.1f %%") for c in (
     "ideal |err|", "generic |err|", "estimated |err|", "estimated bias", "p90 |err|",
-    "within ±15 %", "error", "ideal error")}
+    "within ±15 %")}
+
+
+def in_percent(df: pd.DataFrame) -> pd.DataFrame:
+    """The PCT columns of ``df`` from fractions to percent (display only)."""
+    return df.assign(**{c: 100 * df[c] for c in PCT if c in df.columns})
 
 st.title("Validation")
 st.caption("Every prediction against published measurements (batch-1 and batched decode, "
@@ -162,7 +169,7 @@ def results(data: dict) -> None:
                        "Hover a point for the row.")
     st.subheader("Error by hardware class and framework")
     stats = stats_table(data["groups"], metric)
-    st.dataframe(stats, hide_index=True, column_config=PCT,
+    st.dataframe(in_percent(stats), hide_index=True, column_config=PCT,
                  height=min(560, 35 * (len(stats) + 1) + 3))
     st.subheader("Error by regime and stack")
     st.caption("batch-1 = one sequence decoding; batched = decode at a running batch > 1 "
@@ -172,7 +179,7 @@ def results(data: dict) -> None:
                "acceptance fitted on each sweep's smallest batch and the other batches "
                "predicted (`llmpara validate --regime speculative`). `llmpara validate "
                "--regime R --loo` gives the leave-one-device-out figures.")
-    st.dataframe(regime_table(data["groups"]), hide_index=True, column_config=PCT)
+    st.dataframe(in_percent(regime_table(data["groups"])), hide_index=True, column_config=PCT)
     worst_cases(data, metric, int(n_worst))
 
 

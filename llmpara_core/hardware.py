@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from .errors import ConfigError, require_float
-from .limits import check_float, check_int, check_name
+from .errors import ConfigError, require_float, short
+from .limits import bound, check_float, check_int, check_name
 from .precision import DType
 
 
@@ -154,6 +154,16 @@ class MemoryTier:
                     allow_none=True)
 
 
+def _check_devices(devices) -> int:
+    """A cluster's device count: an integer from 1 to the limit, with a message that names
+    the limit as the tool's, not the file's, when it is exceeded."""
+    most = int(bound("devices").hi)
+    if isinstance(devices, int) and not isinstance(devices, bool) and devices > most:
+        raise ConfigError(f"interconnect.devices: {short(devices)} is more than the {most:,} "
+                          "devices this tool models")
+    return check_int("devices", devices, "interconnect.devices")
+
+
 @dataclass(frozen=True)
 class Interconnect:
     """Links between devices of a multi-device system (per-device, unidirectional)."""
@@ -169,7 +179,7 @@ class Interconnect:
         check_float("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s,
                     "interconnect.bandwidth [B/s]")
         check_float("latency_s", self.latency_s, "interconnect.latency [s]")
-        check_int("devices", self.devices, "interconnect.devices")
+        _check_devices(self.devices)
         check_float("bandwidth_bytes_per_s", self.inter_node_bandwidth_bytes_per_s,
                     "interconnect.inter_node_bandwidth [B/s]", allow_none=True)
         check_float("latency_s", self.inter_node_latency_s, "interconnect.inter_node_latency [s]",

@@ -73,7 +73,9 @@ HARDWARE: dict[str, Bound] = {
     "latency_s": Bound(0.0, 10.0, "s"),
     "energy_j_per_byte": Bound(0.0, 1e-6, "J/B"),
     "energy_j_per_flop": Bound(0.0, 1e-6, "J/FLOP"),
-    "devices": Bound(1, 1_000_000),
+    # Devices of a cluster: at most the largest parallel degree a plan models
+    # (parallel.plan.MAX_DEGREE; a 65,536-device search takes ~1 s).
+    "devices": Bound(1, 65_536),
 }
 
 # ---- economics and speculation ----------------------------------------------------------------

@@ -3,8 +3,9 @@ pages are covered without editing this file), light and dark, at 1440 px, with t
 scenario and with one shared link, in a real headless Chromium against one `streamlit run`.
 
 On every page: no exception; every Plotly chart's log axes span at most 12 decades, no axis
-carries more than 30 tick labels and horizontal tick labels do not overlap; no metric value
-or label is cut off (scrollWidth > clientWidth); no request leaves 127.0.0.1. Screenshots go to
+carries more than 30 tick labels, horizontal tick labels do not overlap and no legend scrolls;
+no metric value or label is cut off (scrollWidth > clientWidth); no table cell or metric shows
+None/nan/inf/null and no traceback text appears; no request leaves 127.0.0.1. Screenshots go to
 tests/out/visual/ (gitignored); idle times after a widget change go to
 tests/out/visual/idle_times.json. Skipped, with the reason, where Chromium is absent."""
 
@@ -92,8 +93,39 @@ CLIPPED_JS = r"""
 """
 
 
+# Every Plotly chart whose legend scrolls (taller than the plot: the entries below the fold
+# are hidden unless the reader finds the scrollbar).
+LEGEND_JS = r"""
+() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => {
+  const sb = el.querySelector('.legend .scrollbar');
+  return sb && sb.getBoundingClientRect().height > 0;
+}).map((el, i) => {
+  const lt = el.layout && el.layout.title;
+  return (lt && (lt.text || (typeof lt === 'string' ? lt : ''))) || 'a chart';
+})
+"""
+
+
+# Table cells (the data grids' accessible tables and st.table) and metric values that show a
+# missing value as Python or JavaScript spells it, and raw traceback text anywhere in the page.
+BAD_TEXT_JS = r"""
+() => {
+  const bad = new Set(['None', 'nan', 'NaN', 'inf', '-inf', 'null', 'undefined']);
+  const sel = '[data-testid="stDataFrame"] td, [data-testid="stDataFrame"] th, ' +
+              '[data-testid="stTable"] td, [data-testid="stTable"] th, ' +
+              '[data-testid="stMetricValue"]';
+  const out = Array.from(document.querySelectorAll(sel))
+    .map(e => (e.textContent || '').trim()).filter(t => bad.has(t));
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (main && /Traceback \(most recent call last\)/.test(main.innerText)) out.push('Traceback');
+  return Array.from(new Set(out));
+}
+"""
+
+
 def chart_problems(page) -> list[str]:
-    problems = []
+    problems = [f"{title!r}: the legend scrolls (entries hidden)"
+                for title in page.evaluate(LEGEND_JS)]
     for ax in page.evaluate(CHART_JS):
         where = f"{ax['title']!r} {ax['axis']}"
         if ax["type"] == "log" and ax["range"] and len(ax["range"]) == 2:
@@ -191,6 +223,7 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
                             f"{page.get_by_test_id('stException').first.inner_text()[:300]}")
         problems += [f"{where}: {p}" for p in chart_problems(page)]
         problems += [f"{where}: cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
+        problems += [f"{where}: shows {t!r}" for t in page.evaluate(BAD_TEXT_JS)]
         slug = path.strip("/") or "overview"
         shot = SHOTS / f"{slug}-{tag}-{theme}.png"
         if tag == "default":

@@ -1,10 +1,11 @@
-"""The sidebar's number boxes paint a shared link's values from their very first paint
-(issue 16: under load a linked session showed Batch 1 although it held batch=N).
+"""The sidebar's number boxes, and a page's own URL-bound number boxes (``ui.scenario.url_number``),
+paint a shared link's values from their very first paint (issue 16: under load a linked session
+showed Batch 1 although it held batch=N).
 
 Streamlit's number box first paints the element's default and applies a value set through
 ``st.session_state`` one render later; ``ui.scenario._number_box`` gives the session's value as
-the default. A MutationObserver installed before the page loads records the first value each
-sidebar box ever shows, so the check does not depend on timing. Real headless Chromium against
+the default (and ``url_number`` gives the link's value). A MutationObserver installed before the
+page loads records the first value each box ever shows, so the check does not depend on timing. Real headless Chromium against
 `streamlit run` (skipped without Chromium).
 """
 
@@ -20,16 +21,20 @@ if CHROMIUM is None:
                 allow_module_level=True)
 pytest.importorskip("playwright.sync_api")
 
-# The first value every labelled sidebar <input> shows, recorded at DOM insertion (before any
-# React effect of the same render can change it).
+# The first value every labelled <input> shows, recorded at DOM insertion (before any React
+# effect of the same render can change it): sidebar boxes in __firstValues, the page's own
+# boxes (main area) in __firstMain.
 RECORD_FIRST_VALUES = """
 window.__firstValues = {};
+window.__firstMain = {};
 new MutationObserver(() => {
-  for (const label of document.querySelectorAll('[data-testid=stSidebar] label')) {
+  for (const label of document.querySelectorAll('label')) {
+    const seen = label.closest('[data-testid=stSidebar]') ? window.__firstValues
+                                                          : window.__firstMain;
     const name = label.textContent.trim();
     const input = label.htmlFor && document.getElementById(label.htmlFor);
-    if (!(name in window.__firstValues) && input && input.tagName === 'INPUT') {
-      window.__firstValues[name] = input.value;
+    if (!(name in seen) && input && input.tagName === 'INPUT') {
+      seen[name] = input.value;
     }
   }
 }).observe(document, {subtree: true, childList: true});
@@ -41,15 +46,40 @@ FIRST_SHOWN = {"Batch": "7", "Prompt": "4096", "Generate": "100", "KV bits": "8"
                "Layers": "12", "Memory bandwidth (GB/s)": "1234"}
 
 
+# The Sharding page's own boxes (ui.scenario.url_number), none at its default.
+PAGE_LINK = {"model": "llama-3-8b", "batch": "4", "sh_tp": "2", "sh_pp": "2", "sh_dp": "2",
+             "sh_mb": "3", "sh_overlap": "0.5"}
+PAGE_FIRST_SHOWN = {"TP": "2", "PP": "2", "DP": "2", "Microbatches": "3", "Comm. overlap": "0.50"}
+
+
 @pytest.fixture(scope="module")
-def page():
+def server():
     with streamlit_server("streamlit-first-paint.log") as url, chromium() as browser:
-        p = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
-        p.add_init_script(RECORD_FIRST_VALUES)
-        p.goto(f"{url}/?{urlencode(LINK)}")
-        p.wait_for_selector('[data-testid="stMetricValue"]', timeout=90_000)
-        p.wait_for_selector(IDLE, timeout=90_000)
-        yield p
+        yield url, browser
+
+
+def _open(server, path: str, query: dict, ready: str):
+    url, browser = server
+    p = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
+    p.add_init_script(RECORD_FIRST_VALUES)
+    p.goto(f"{url}{path}?{urlencode(query)}")
+    p.wait_for_selector(ready, timeout=90_000)
+    p.wait_for_selector(IDLE, timeout=90_000)
+    return p
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    p = _open(server, "/", LINK, '[data-testid="stMetricValue"]')
+    yield p
+    p.context.close()
+
+
+@pytest.fixture(scope="module")
+def sharding(server):
+    p = _open(server, "/sharding", PAGE_LINK, '[data-testid="stMain"] [data-testid="stButtonGroup"]')
+    yield p
+    p.context.close()
 
 
 def test_linked_values_are_shown_from_the_first_paint(page):
@@ -79,3 +109,35 @@ def test_an_edit_sticks_across_later_reruns(page):
     assert box.input_value() == "5"
     assert "batch 5 · prompt 512" in _caption(page)
     assert "batch=5" in page.url and "prompt=512" in page.url
+
+
+def test_page_local_boxes_show_the_link_from_the_first_paint(sharding):
+    # Under load the page's columns can reach the DOM after the script went idle; the
+    # recorder keeps each box's first value whenever it comes.
+    sharding.wait_for_function("names => names.every(n => n in window.__firstMain)",
+                               arg=list(PAGE_FIRST_SHOWN), timeout=90_000)
+    first = sharding.evaluate("window.__firstMain")
+    assert {k: first.get(k) for k in PAGE_FIRST_SHOWN} == PAGE_FIRST_SHOWN
+
+
+def test_a_page_local_edit_sticks_across_later_reruns(sharding):
+    """Edits of a page's own boxes survive reruns caused by other widgets, in the box and in
+    the URL."""
+    main = sharding.get_by_test_id("stMain")
+    pp = main.get_by_label("PP", exact=True)
+    pp.fill("4")
+    pp.press("Enter")
+    sharding.wait_for_function("() => location.search.includes('sh_pp=4')", timeout=90_000)
+    sharding.wait_for_selector(IDLE, timeout=90_000)
+    mb = main.get_by_label("Microbatches", exact=True)
+    mb.fill("5")
+    mb.press("Enter")
+    sharding.wait_for_function("() => location.search.includes('sh_mb=5')", timeout=90_000)
+    sharding.wait_for_selector(IDLE, timeout=90_000)
+    batch = sharding.get_by_test_id("stSidebar").get_by_label("Batch", exact=True)
+    batch.fill("8")
+    batch.press("Enter")
+    sharding.wait_for_function("() => location.search.includes('batch=8')", timeout=90_000)
+    sharding.wait_for_selector(IDLE, timeout=90_000)
+    assert pp.input_value() == "4" and mb.input_value() == "5"
+    assert "sh_pp=4" in sharding.url and "sh_mb=5" in sharding.url

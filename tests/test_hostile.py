@@ -146,9 +146,18 @@ def files(tmp_path_factory):
         if text is not None:
             (d / name).write_text(text)
     (d / "not_utf8.json").write_bytes(b"\xff\xfe{")
+    (d / "devices_1e6.toml").write_text(_cluster_toml(10**6))
     with open(d / "big.toml", "wb") as f:     # 3 GB, sparse: never read whole
         f.truncate(3 * 10**9)
     return d
+
+
+def _cluster_toml(devices: int) -> str:
+    """The 8x H100 NVLink cluster preset's file with ``devices`` devices."""
+    text = (Path(__file__).resolve().parent.parent / "presets" / "hardware" /
+            "8x-nvidia-h100-sxm-nvlink.toml").read_text()
+    assert "\ndevices = 8\n" in text
+    return text.replace("\ndevices = 8\n", f"\ndevices = {devices}\n")
 
 
 H100 = "NVIDIA H100 SXM"
@@ -186,6 +195,14 @@ CLI_CASES = [
                             "--utilisation", "1e-300"], "utilisation"),
     ("batch 1e12", ["analyze", "--model", L8, "--hardware", H100, "--batch", "10" * 6],
      "batch"),
+    ("1e6 devices search", ["shard", "--model", L8, "--hardware", "{d}/devices_1e6.toml",
+                            "--search", "min-tpot"],
+     "interconnect.devices: 1000000 is more than the 65,536 devices this tool models"),
+    ("1e6 devices scaling", ["shard", "--model", L8, "--hardware", "{d}/devices_1e6.toml",
+                             "--scaling", "pp"], "more than the 65,536 devices"),
+    ("1e6 devices serve", ["serve", "--model", L8, "--hardware", "{d}/devices_1e6.toml",
+                           "--rate", "1"],
+     "more than the 65,536 devices"),
 ]
 
 
@@ -479,3 +496,41 @@ def test_guard_shows_one_error_for_an_unexpected_page_exception(monkeypatch, tmp
 
 def test_os_environ_default_for_tests():
     assert os.environ.get("LLMPARA_RAISE_PAGE_ERRORS") == "1"
+
+
+@pytest.mark.parametrize("devices, accepted", [(65_536, True), (65_537, False), (10**6, False)])
+def test_cluster_device_count_limit(devices, accepted):
+    """A cluster file may hold as many devices as a plan's largest degree, no more; beyond
+    it the message names the tool's limit (not a plan degree such as 'PP')."""
+    from llmpara_core.hardware_io import hardware_from_dict
+    from llmpara_core.safeio import parse_toml
+
+    def read():
+        return hardware_from_dict(parse_toml(_cluster_toml(devices), "c.toml"), "c.toml")
+
+    if accepted:
+        assert read().interconnect.devices == devices
+    else:
+        with pytest.raises(ConfigError, match=f"devices: {devices} is more than the 65,536 "
+                                              "devices this tool models"):
+            read()
+
+
+@pytest.mark.parametrize("devices, error", [
+    (10**6, "more than the 65,536 devices this tool models"),
+    (2048, "TP=2048 must divide the 32 attention heads"),     # a box default above the old 1024
+])
+def test_sharding_page_with_a_huge_cluster_file_shows_an_error(devices, error, monkeypatch):
+    from apptest_util import open_page
+    monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "0")
+    at = open_page(None, timeout=60, model="llama-3-8b")
+    at.sidebar.radio(key="_hardware_source").set_value("TOML file").run()
+    at.sidebar.text_area(key="_hw_text").set_value(_cluster_toml(devices))
+    next(b for b in at.sidebar.button if b.label == "Use this hardware").click()
+    at.run()
+    at.switch_page("app_pages/sharding_page.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [e.value.replace("\\", "") for e in at.error]          # markdown-escaped
+    assert any(error in m for m in shown), shown
+    assert not any("Streamlit" in m or "Traceback" in m for m in shown), shown

@@ -51,10 +51,25 @@ def show(fig: go.Figure, key: str, filename: str) -> None:
     st.plotly_chart(fig, theme="streamlit", key=key, config=chart_config(filename))
 
 
+# Pixels of a vertical legend: one entry, one group title (with its gap), and the chart's
+# margins, title and x axis that the legend cannot use (measured in Chromium at 1440 px).
+LEGEND_ENTRY_PX, LEGEND_GROUP_PX, CHART_CHROME_PX = 20, 30, 170
+
+
+def legend_height(fig: go.Figure, height: int) -> int:
+    """``height``, or more if the figure's vertical legend needs it: Plotly scrolls a legend
+    taller than the plot, and the entries below the fold are missed (the roofline's decode
+    operators were)."""
+    shown = [t for t in fig.data if t.showlegend is not False]
+    groups = {t.legendgroup for t in shown if t.legendgrouptitle and t.legendgrouptitle.text}
+    return max(height, CHART_CHROME_PX + LEGEND_ENTRY_PX * len(shown)
+               + LEGEND_GROUP_PX * len(groups))
+
+
 def _log_layout(fig: go.Figure, x_title: str, y_title: str, height: int = 520) -> go.Figure:
     fig.update_xaxes(type="log", title=x_title, dtick=1, exponentformat="power")
     fig.update_yaxes(type="log", title=y_title, dtick=1, exponentformat="SI")
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(height=legend_height(fig, height), margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(groupclick="toggleitem"))
     return fig
 
@@ -144,7 +159,9 @@ def _vline_log(fig: go.Figure, x: float, text: str, dash: str, color: str | None
                                  hoverinfo="skip", showlegend=False))
         return
     fig.add_trace(go.Scatter(x=[x, x, x], y=[0, label_y, y_top], mode="lines+text",
-                             text=["", text, ""], textposition="middle right", line=line,
+                             # an en space keeps the label's first letter off the line
+                             text=["", "\u2002" + text, ""], textposition="middle right",
+                             line=line,
                              textfont=dict(color=color), hoverinfo="skip", showlegend=False))
 
 
@@ -184,7 +201,9 @@ def category_bars(df, value: str, title: str, y_title: str, log: bool = False,
                              hovertemplate="%{x}: %{y:.4g}<extra>" + phase + "</extra>"))
     fig.update_layout(title=title, barmode=barmode, height=380,
                       margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(title=y_title, type="log" if log else "linear")
+    # powers of ten on a log axis: SI prefixes on a GFLOP axis read "100µ GFLOP"
+    fig.update_yaxes(title=y_title, type="log" if log else "linear",
+                     exponentformat="power" if log else "B")
     return fig
 
 
@@ -199,7 +218,7 @@ def share_bars(df) -> go.Figure:
                              marker_color=KIND_COLORS[kind],
                              hovertemplate=kind + ": %{x:.1f} %<extra>%{y}</extra>"))
     fig.update_layout(barmode="stack", title="Share of estimated time by category",
-                      height=260, margin=dict(l=10, r=10, t=40, b=10))
+                      height=legend_height(fig, 260), margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="% of the phase's estimated time", range=[0, 100])
     return fig
 
@@ -306,5 +325,7 @@ def compare_bars(labels: Sequence[str], est: Sequence[float], ideal: Sequence[fl
                hovertemplate="%{x}: %{y:.4g}<extra>ideal</extra>"),
     ])
     fig.update_layout(title=title, barmode="group", height=360, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(title=y_title, type="log" if log else "linear")
+    # powers of ten on a log axis: SI prefixes on a GFLOP axis read "100µ GFLOP"
+    fig.update_yaxes(title=y_title, type="log" if log else "linear",
+                     exponentformat="power" if log else "B")
     return fig

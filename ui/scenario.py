@@ -9,7 +9,8 @@ Pages use::
 The sidebar keys (``ui.links.SCENARIO_KEYS``) are synced to the URL by hand (read and validated
 once per session, written back complete on every run), so links always carry every key and a
 bad value gives a visible warning. Page-local widgets use ``bind="query-params"`` through the
-``url_*`` helpers here, which warn about invalid link values before Streamlit drops them.
+``url_*`` helpers here, which warn about invalid link values before Streamlit drops them; the
+number boxes (``url_number``) sync by hand too, so they paint a link's value at once.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ _CUSTOM_HW = "_custom_hardware"
 HW_PRESET, HW_FILE = "Preset", "TOML file"
 _SOURCE = "_model_source"
 _SHADOW = "_scenario_shadow"
+_URL_NUMBERS = "_url_number_values"     # page-local number boxes: last value per key
 SOURCE_PRESET, SOURCE_CONFIG = "Preset", "config.json"
 IMAGE_FORMAT = "_chart_image_format"
 _SHADOWED = (*SCENARIO_KEYS, _SOURCE, _HW_SOURCE, IMAGE_FORMAT)
@@ -825,20 +827,52 @@ def url_multiselect(label: str, options: Sequence, key: str, default: Sequence =
     return value
 
 
+def _link_number(key: str, lo, hi, is_int: bool):
+    """The URL's value of ``key`` if it is a number in [lo, hi] (an integer for an integer
+    box), else None."""
+    raws = st.query_params.get_all(key)
+    if not raws:
+        return None
+    return links.parse_int(raws[-1], lo, hi) if is_int else links.parse_float(raws[-1], lo, hi)
+
+
 def url_number(label: str, key: str, min_value, max_value, value, **kwargs):
-    """A number input bound to the URL; an invalid or out-of-range link value gives a
-    warning."""
+    """A number input bound to the URL parameter ``key`` (written while it differs from the
+    default ``value``); an invalid or out-of-range link value gives a warning and the default.
+
+    Not ``bind="query-params"``: Streamlit's number box first paints its *default* and a bound
+    link's value one render later (tests/test_first_paint.py read TP 8 for a link with
+    sh_tp=2), and a bound box whose default equals its value drops the parameter from the URL.
+    As for the sidebar (``_number_box``), the value lives in session state (from the link,
+    after a page switch the last value) and is given as the default too."""
     is_int = isinstance(value, int)
-
-    def ok(raws: list[str]) -> bool:
-        return (links.parse_int(raws[-1], min_value, max_value) if is_int else
-                links.parse_float(raws[-1], min_value, max_value)) is not None
-
-    _check_url(key, ok, f"a number in [{min_value}, {max_value}]")
-    v = st.number_input(label, min_value, max_value, value, key=key, bind="query-params",
-                        **kwargs)
+    _check_url(key, lambda raws: _link_number(key, min_value, max_value, is_int) is not None,
+               f"a number in [{min_value}, {max_value}]")
+    ss = st.session_state
+    kept = ss.setdefault(_URL_NUMBERS, {})
+    cur = ss.get(key)
+    if cur is None:
+        cur = kept.get(key)
+        if cur is None:
+            cur = _link_number(key, min_value, max_value, is_int)
+    cur = value if cur is None or not min_value <= cur <= max_value else type(value)(cur)
+    if ss.get(key) != cur:
+        ss[key] = cur
+    v = st.number_input(label, min_value, max_value, cur, key=key, **kwargs)
+    kept[key] = v
+    _write_url(key, None if v == value else format_number(v))
     register_link_param(key, format_number(v))
     return v
+
+
+def _write_url(key: str, text: str | None) -> None:
+    """Put ``key=text`` into the URL (remove ``key`` for None), only if it changes."""
+    qp = st.query_params
+    if text is None:
+        if key in qp:
+            del qp[key]
+    elif qp.get_all(key) != [text]:
+        qp[key] = text
 
 
 def url_toggle(label: str, key: str, value: bool = False, **kwargs) -> bool:

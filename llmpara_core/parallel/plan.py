@@ -12,11 +12,12 @@ import numpy as np
 
 from ..errors import ConfigError, require_float, require_int
 from ..hardware import Hardware
+from ..limits import bound
 from ..model import Model
 from ..units import MAX_SIZE
 from ..workload import Workload
 
-MAX_DEGREE = 65536
+MAX_DEGREE = int(bound("devices").hi)     # 65,536: also the most devices of a cluster
 
 
 # ---- plan -----------------------------------------------------------------------------------

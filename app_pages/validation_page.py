@@ -200,7 +200,8 @@ def method(data: dict) -> None:
             "**compute** and **gemm_half_tokens**: the GEMM fraction of the dense peak and the tokens "
             "in flight at which half of it is reached (tile/wave quantisation), per stack — the "
             "reference stack's is cut on Hopper by a cited legacy-kernel factor; **step / seq "
-            "overhead**: scheduler and per-request CPU work of a serving engine. Classes and memory "
+            "overhead**: scheduler and per-request CPU work of a serving engine; **stage hop**: "
+            "llama.cpp's cost per device boundary of its layer split. Classes and memory "
             "technologies are fitted on llama.cpp rows; a stack profile scales or replaces them. "
             "Every key is documented in presets/tables/efficiency.toml.")
         st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)
@@ -217,9 +218,10 @@ def method(data: dict) -> None:
         table = calibration.default_table()
         rows = [{"profile": name, **{k: v for k, v in zip(
             ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
-             "step overhead [µs]", "seq overhead [µs]"),
+             "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]"),
             (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
-             e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US))}}
+             e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US,
+             e.stage_hop_s / S_PER_US))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
             for e in [table.efficiency_for(scn.hardware, name)]]
         with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "

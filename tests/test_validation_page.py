@@ -154,3 +154,14 @@ def test_error_explorer_is_altair_with_a_linked_selection(default_page):
     assert params[0]["bind"] == "legend"
     text = json.dumps(spec)
     assert "median" in text and '"condition"' in text       # bars aggregate, points follow
+
+
+def test_efficiency_per_stack_of_the_sidebar_hardware(default_page):
+    """The per-stack table of the sidebar's device shows llama.cpp's layer-split hop cost
+    (the shipped value, in µs) and none for the other stacks."""
+    from llmpara_core import calibration
+    df = next(d.value for d in default_page.dataframe if "stage hop [µs]" in d.value.columns)
+    hop = df.set_index("profile")["stage hop [µs]"]
+    want = calibration.default_table().profile("llama.cpp").absolute["stage_hop_s"] * 1e6
+    assert hop["llama.cpp"] == pytest.approx(want, rel=1e-6) and want > 50
+    assert hop["generic"] == 0 and hop["tensorrt-llm"] == 0

@@ -30,7 +30,10 @@ TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "
             "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
             "process_nm", "peak_TFLOPS", "efficiency", "memory_tiers", "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
-EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read")
+# A stage hop (host hand-off per pipeline-stage boundary per pass) above 0.1 s is not a
+# runtime's cost but a typo.
+MAX_STAGE_HOP_US = 1e5
+EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_hop_us")
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
@@ -182,12 +185,15 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
     overhead = _scaled(_number(table, "kernel_overhead_us", origin,
                                "efficiency.kernel_overhead_us"), S_PER_US)
     kv_read = _number(table, "kv_read", origin, "efficiency.kv_read", positive=True, hi=1.0)
+    hop = _scaled(_number(table, "stage_hop_us", origin, "efficiency.stage_hop_us",
+                          hi=MAX_STAGE_HOP_US), S_PER_US)
     return Efficiency(compute=default.compute if compute is None else compute,
                       memory=default.memory if memory is None else memory,
                       kernel_overhead_s=default.kernel_overhead_s if overhead is None
                       else overhead,
                       kv_read=default.kv_read if kv_read is None else kv_read,
-                      kv_reread=default.kv_reread)      # the reference stack's (not a key)
+                      kv_reread=default.kv_reread,      # the reference stack's (not a key)
+                      stage_hop_s=default.stage_hop_s if hop is None else hop)
 
 
 def _tiers(data: dict, origin: str) -> tuple[MemoryTier, ...]:
@@ -378,6 +384,8 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         _put(eff, "memory", hw.efficiency.memory)
         _put(eff, "kernel_overhead_us", hw.efficiency.kernel_overhead_s, S_PER_US)
         _put(eff, "kv_read", hw.efficiency.kv_read)
+        if hw.efficiency.stage_hop_s:
+            _put(eff, "stage_hop_us", hw.efficiency.stage_hop_s, S_PER_US)
         out["efficiency"] = eff
     if hw.memory_tiers:
         tiers = []

@@ -60,7 +60,8 @@ def _full() -> dict:
                           "energy_pJ_per_byte": 1.0, "latency_ns": 1}]
     d["interconnect"] = {"bandwidth_GBps": 450, "latency_us": 0.2,
                          "topology": "fully-connected", "devices": 8}
-    d["efficiency"] = {"compute": 0.7, "memory": 0.6, "kernel_overhead_us": 4}
+    d["efficiency"] = {"compute": 0.7, "memory": 0.6, "kernel_overhead_us": 4,
+                       "stage_hop_us": 250}
     return d
 
 
@@ -262,6 +263,11 @@ HOSTILE = [
     ("efficiency above 1", _set("efficiency.memory", 1.5), ["'efficiency.memory' must be <= 1"]),
     ("kernel overhead caught by the dataclass", _set("efficiency.kernel_overhead_us", 2e6),
      ["bad.toml: ", "kernel_overhead_s"]),
+    ("stage hop too large", _set("efficiency.stage_hop_us", 1e9),
+     ["'efficiency.stage_hop_us' must be <= 100000"]),
+    ("stage hop negative", _set("efficiency.stage_hop_us", -3), ["must be >= 0"]),
+    ("stage hop not a number", _set("efficiency.stage_hop_us", "fast"),
+     ["'efficiency.stage_hop_us' must be a number"]),
     ("aliases not a list", _set("aliases", "H100"), ["'aliases' must be a list"]),
     ("bad slug", _set("slug", "Not A Slug"), ["'slug' = 'Not A Slug'", "'not-a-slug'"]),
 ]

@@ -86,3 +86,17 @@ def test_shipped_table_carries_the_hop():
     with_hop = validation.timings(rows[0], eff)[1].tpot_s
     without = validation.timings(rows[0], replace(eff, stage_hop_s=0.0))[1].tpot_s
     assert with_hop - without == pytest.approx(3 * hop, rel=1e-6)
+
+
+def test_a_hardware_file_can_set_its_own_hop():
+    """`stage_hop_us` in a hardware file's [efficiency] (the user's own runtime) is read in µs,
+    written back, and left out it keeps the class default (0: generic has none)."""
+    from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
+    hw = load_hardware("nvidia-rtx-3090")
+    d = hardware_to_dict(hw)
+    d["efficiency"] = {"memory": 0.7, "stage_hop_us": 250}
+    own = hardware_from_dict(d, origin="own.toml")
+    assert own.efficiency.stage_hop_s == pytest.approx(250e-6)
+    assert hardware_to_dict(own)["efficiency"]["stage_hop_us"] == pytest.approx(250)
+    d["efficiency"] = {"memory": 0.7}
+    assert hardware_from_dict(d, origin="own.toml").efficiency.stage_hop_s == 0.0

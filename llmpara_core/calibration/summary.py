@@ -169,8 +169,8 @@ def why(p: Prediction, fitted_classes: set | None = None) -> tuple[str, ...]:
 def _multi_device_reason(row, fast: bool) -> str:
     decode = row.measurement.metric == "decode_tok_s"
     if row.pp > 1 and decode:
-        return ("layer split: every device boundary costs a host synchronisation per token "
-                "that the link latency does not include" if fast else
+        return ("layer split: this run's device boundaries cost more per token than the "
+                "stack's fitted stage hop (host hand-off and synchronisation)" if fast else
                 "layer split across devices (first-order pipeline model)")
     if row.pp > 1:
         return ("layer split: the prompt passes the stages in turn" if fast else

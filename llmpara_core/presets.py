@@ -101,7 +101,7 @@ def _looks_like_path(s: str) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _load_model_preset(slug: str) -> Model:
-    from .hf_import import model_from_preset_dict
+    from .model_presets import model_from_preset_dict
     path = PRESET_DIR / "models" / f"{slug}.toml"
     return model_from_preset_dict(_read_toml(path), path.name)
 
@@ -115,7 +115,8 @@ def _load_hardware_preset(slug: str) -> Hardware:
 
 def load_model(name_or_path: str) -> Model:
     """A model preset by name, or a Hugging Face ``config.json`` / model preset TOML by path."""
-    from .hf_import import from_hf_config, model_from_preset_dict
+    from .hf_import import from_hf_config
+    from .model_presets import model_from_preset_dict
     s = str(name_or_path).strip()
     if _looks_like_path(s) and not _index("models").get(normalize(s)):
         path = Path(s)

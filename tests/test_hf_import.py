@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmpara_core.errors import ConfigError
-from llmpara_core.hf_import import (PRESET_KEYS, from_hf_config, model_from_preset_dict,
-                                    model_preset_info)
+from llmpara_core.hf_import import from_hf_config
+from llmpara_core.model_presets import PRESET_KEYS, model_from_preset_dict, model_preset_info
 from llmpara_core.model import Activation, FFNKind, NormKind, PositionKind, count_params
 
 PRESETS = pathlib.Path(__file__).resolve().parents[1] / "presets" / "models"

@@ -20,7 +20,8 @@ import tomllib
 
 import pytest
 
-from llmpara_core.hf_import import from_hf_config, model_from_preset_dict
+from llmpara_core.hf_import import from_hf_config
+from llmpara_core.model_presets import model_from_preset_dict
 from llmpara_core.model import count_params
 
 PRESETS = pathlib.Path(__file__).resolve().parents[1] / "presets" / "models"

@@ -163,7 +163,7 @@ def _row(r: dict) -> TPMeasurement:
 @functools.lru_cache(maxsize=2)
 def load_tp_measurements(name: str = "tp_measurements") -> TPTable:
     """The published series in ``presets/tables/<name>.toml`` (see the module docstring)."""
-    from ..hf_import import model_from_preset_dict
+    from ..model_presets import model_from_preset_dict
     from ..presets import load_table
     t = load_table(name)
     setups = {k: _setup(k, d) for k, d in t["setup"].items()}

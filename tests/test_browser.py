@@ -59,6 +59,11 @@ def test_deep_link_on_a_fresh_server_opens_its_page(server, browser):
 
 def test_shared_link_reopens_scenario_and_follows_batch(server, browser):
     page = _open(browser, f"{server}/?{urlencode(LINK)}")
+    # under load the sidebar's select boxes can reach the DOM after the script is idle:
+    # wait for all three (model, hardware, stack) before reading them
+    page.wait_for_function(
+        "document.querySelectorAll('[data-testid=\"stSidebar\"] "
+        "[data-testid=\"stSelectbox\"]').length >= 3", timeout=60_000)
     boxes = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox")
     shown = " ".join(boxes.nth(i).inner_text() + " " + (boxes.nth(i).locator("input").first
                                                          .get_attribute("value") or "")

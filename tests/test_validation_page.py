@@ -154,3 +154,25 @@ def test_error_explorer_is_altair_with_a_linked_selection(default_page):
     assert params[0]["bind"] == "legend"
     text = json.dumps(spec)
     assert "median" in text and '"condition"' in text       # bars aggregate, points follow
+
+
+def _worst_table(at):
+    tables = [t.value for t in at.table if "likely reason" in t.value.columns]
+    assert len(tables) == 1
+    return tables[0]
+
+
+def test_worst_cases_are_a_table_with_one_row_each():
+    """The worst cases read as a table (row id, model, device, stack, measured, predicted,
+    error, reasons one a line), as many rows as asked, largest |error| first."""
+    at = _page(v_worst="5")
+    assert not at.exception and not at.error
+    df = _worst_table(at)
+    assert len(df) == 5
+    assert list(df.columns) == ["row", "model", "device", "stack · weights",
+                                "measured (tok/s)", "predicted (tok/s)", "error",
+                                "likely reason"]
+    errors = [float(e.replace("%", "").replace("\\", "")) for e in df["error"]]
+    assert [abs(e) for e in errors] == sorted((abs(e) for e in errors), reverse=True)
+    assert all(cell.startswith("• ") for cell in df["likely reason"])
+    assert all(r.strip() for r in df["row"])

@@ -144,7 +144,9 @@ def worst_cases(data: dict, metric: str, n_worst: int) -> None:
     cells = df.assign(**{c: df[c].map(escape_md) for c in df.columns if c != "likely reason"})
     cells["likely reason"] = df["likely reason"].map(    # one reason a line (markdown)
         lambda rs: "  \n".join(f"• {escape_md(r)}" for r in rs))
-    st.table(cells, hide_index=True)
+    st.table(cells.style.set_properties(**{"vertical-align": "top"})    # reasons get room
+             .set_properties(subset=["likely reason"], **{"min-width": "26em"}),
+             hide_index=True)
     st.caption("Largest |error| first; error = predicted / measured − 1. Every row with its "
                "source: the error explorer above, or the CSV download.")
 

@@ -7,6 +7,11 @@ Streamlit's number box first paints the element's default and applies a value se
 the default (and ``url_number`` gives the link's value). A MutationObserver installed before the
 page loads records the first value each box ever shows, so the check does not depend on timing. Real headless Chromium against
 `streamlit run` (skipped without Chromium).
+
+Also: the blank-by-default boxes (``ui.page_inputs.optional_number``: Sharding's link bandwidth
+and latency, Metrics' embodied carbon) paint a link's value first and can still be emptied, and
+the URL-bound select boxes, toggles and segmented controls (``bind="query-params"``) paint a
+link's choice first (they did already; the test keeps it so).
 """
 
 from urllib.parse import urlencode

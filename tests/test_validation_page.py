@@ -46,7 +46,7 @@ def test_default_view(default_page):
     groups = at.dataframe[0].value["group"].tolist()
     assert "class: consumer-gpu" in groups and "framework: llama.cpp" in groups
     assert any("Worst cases" in h.value for h in at.subheader)
-    assert any("macOS" in md.value or "tensor parallel" in md.value for md in at.markdown)
+    assert any("macOS" in r or "tensor parallel" in r for r in _worst_table(at)["likely reason"])
     assert len(at.main.get("download_button")) == 3
 
 

@@ -46,7 +46,8 @@ new MutationObserver(() => {
 """
 
 # The first state of every labelled widget of the main area (number and text boxes: the value;
-# select boxes: the shown option; toggles: checked; segmented controls: the active option),
+# select boxes: the shown option; multiselects: the chosen options; toggles: checked; segmented
+# controls: the active option),
 # recorded when it first appears, keyed by label.
 RECORD_FIRST_STATES = """
 window.__firstStates = {};
@@ -54,6 +55,9 @@ window.__widgetState = function (c) {
   const lab = c.querySelector('[data-testid="stWidgetLabel"]');
   const name = lab ? lab.innerText.trim() : '';
   if (!name || c.closest('[data-testid=stSidebar]')) return null;
+  if (c.querySelector('[data-testid="stMultiSelect"]'))
+    return [name, Array.from(c.querySelectorAll('[data-tag]'))
+      .map(t => t.getAttribute('aria-label')).join('|')];
   const check = c.querySelector('input[type=checkbox]');
   const group = c.querySelector('[data-testid="stButtonGroup"]');
   const input = c.querySelector('input');
@@ -91,7 +95,7 @@ def server():
         yield url, browser
 
 
-def _open(server, path: str, query: dict, ready: str):
+def _open(server, path: str, query, ready: str):
     url, browser = server
     p = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
     p.add_init_script(RECORD_FIRST_VALUES)
@@ -252,5 +256,16 @@ def test_an_optional_box_in_a_collapsed_expander_shows_and_clears(server):
         box = main.get_by_label(label, exact=True)
         _enter(p, box, "", "!location.search.includes('m_emb')")
         assert box.input_value() == ""
+    finally:
+        p.context.close()
+
+
+def test_a_linked_multiselect_shows_its_choices_from_the_first_paint(server):
+    p = _open(server, "/operators", [("model", "llama-3-8b"), ("okind", "norm"),
+                                     ("okind", "qkv"), ("ophase", "Decode")],
+              '[data-testid="stDataFrame"]')
+    try:
+        first = p.evaluate("window.__firstStates")
+        assert first.get("Categories") == "norm|qkv" and first.get("Phase") == "Decode"
     finally:
         p.context.close()

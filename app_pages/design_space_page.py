@@ -22,8 +22,8 @@ from ui.format import escape_md, sig
 from ui.links import OVERRIDES
 from ui.opened_design import OPENED
 from ui.scenario import (add_warning, chart_config, get_scenario, hardware_label,
-                         hardware_options, register_link_param, url_multiselect, url_number,
-                         url_segmented, url_selectbox, url_toggle)
+                         hardware_options, preset_name, register_link_param, url_multiselect,
+                         url_number, url_segmented, url_selectbox, url_toggle)
 from ui.shared_results import shared
 from ui.tables import download_csv, download_json
 
@@ -259,8 +259,8 @@ preset = spaces[slug]
 with c2:
     base_choice = url_selectbox(
         "Base hardware", [PRESET_BASE] + hardware_options(), key="ds_base", default=PRESET_BASE,
-        format_func=lambda s: f"preset's: {hardware_label(preset.base_hardware)}"
-        if s == PRESET_BASE else hardware_label(s),
+        format_func=lambda s: (f"{preset_name('hardware', preset.base_hardware)} (the grid's "
+                               "base)") if s == PRESET_BASE else hardware_label(s),
         help="Gives the class (efficiency, energy constants, allowed memories) and the values "
              "of the axes that are not swept.")
 with c3:

@@ -23,7 +23,7 @@ from llmpara_core.errors import LLMParaError
 from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ
 from ui.format import escape_md, fmt_time, sig
 from ui.tables import csv_bytes
-from ui.page_inputs import optional_number
+from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
                          url_toggle, with_framework)
 
@@ -102,20 +102,24 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
                           int(round(100 * tco_defaults["utilisation"])), step=5)
         emb = optional_number("Embodied carbon (kgCO2e)", "m_emb", 0.0, 1e6,
                                "device default", help="Overrides the device's embodied carbon.")
+        reset_button(["m_emb"], key="_m_emb_reset", label="Reset to the device default")
     st.caption("Device price and TDP come from the sidebar's hardware (override them there). "
                f"Defaults and sources: presets/tables/energy.toml; region data: "
                f"{escape_md(grid_region(region).source[:160])}.")
-with st.expander("Energy constants (override the device defaults)", expanded=False):
+# (key, lo, hi) of the energy-constant boxes; the expander opens when a link sets one.
+ENERGY_BOXES = (("m_static", 0.0, 1e5), ("m_pjflop", 0.0, 1e4), ("m_pjbyte", 0.0, 1e5))
+with st.expander("Energy constants (override the device defaults)", key="_m_energy_expander",
+                 expanded=any(optional_value(*b) is not None for b in ENERGY_BOXES)):
     e1, e2, e3 = st.columns(3)
     with e1:
-        o_static = optional_number("Static power (W)", "m_static", 0.0, 1e5, "device default")
+        o_static = optional_number("Static power (W)", *ENERGY_BOXES[0], "device default")
     with e2:
-        o_flop = optional_number("Dynamic energy (pJ/FLOP)", "m_pjflop", 0.0, 1e4,
-                                  "device default")
+        o_flop = optional_number("Dynamic energy (pJ/FLOP)", *ENERGY_BOXES[1], "device default")
     with e3:
-        o_byte = optional_number("Memory energy (pJ/byte)", "m_pjbyte", 0.0, 1e5,
-                                  "device default", help="Applies to weights, KV and "
-                                  "activations alike.")
+        o_byte = optional_number("Memory energy (pJ/byte)", *ENERGY_BOXES[2], "device default",
+                                 help="Applies to weights, KV and activations alike.")
+    reset_button([b[0] for b in ENERGY_BOXES], key="_m_energy_reset",
+                 label="Reset to the device defaults")
 
 overrides = []
 if o_static is not None:

@@ -7,8 +7,10 @@ from llmpara_core.operators import OpKind
 from ui import charts
 from ui.page import page_report
 from ui.scenario import url_multiselect, url_segmented, url_toggle
+from ui.format import escape_md
 from ui.tables import (category_frame, download_csv, download_json, operator_columns,
-                       operators_frame, raw_operators_frame, report_json, styled_operators)
+                       operator_notes, operators_frame, raw_operators_frame, report_json,
+                       styled_operators)
 
 scn, rep = page_report("Operators", " · prefill = one pass over the prompt; decode = mean per "
            "decode step over the generation")
@@ -27,7 +29,7 @@ if phase != "all":
 if kinds:
     view = view[view["category"].isin(kinds)]
 st.dataframe(styled_operators(view), hide_index=True,
-             column_config=operator_columns(charts.KIND_COLORS), key="ops_table")
+             column_config=operator_columns(charts.KIND_COLORS, view["note"]), key="ops_table")
 st.caption(f"{len(view)} of {len(df)} rows · click a column header to sort · MB = 10⁶ bytes, "
            "GFLOP = 10⁹ FLOPs · intensity tinted red where memory-bound, blue where "
            "compute-bound")
@@ -36,6 +38,11 @@ with st.container(horizontal=True):
     download_csv(raw_operators_frame(rep), "operators.csv", "All operators CSV (SI units)",
                  key="dl_ops_raw")
     download_json(report_json(rep), "operators-report.json", "Report JSON", key="dl_ops_json")
+notes = operator_notes(view)
+if not notes.empty:
+    with st.expander(f"Operator notes in full ({len(notes)} operators)",
+                     icon=":material/notes:"):
+        st.table(notes.map(escape_md), hide_index=True)
 
 by_cat = category_frame(rep)
 left, right = st.columns(2)

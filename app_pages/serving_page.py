@@ -79,10 +79,10 @@ with cols[0]:
     arrival = url_segmented("Arrivals", list(ARRIVALS), key="sv_arrival", default="poisson",
                             format_func=lambda k: ARRIVALS[k])
 with cols[1]:
-    rate = url_number("Rate (req/s)", "sv_rate", 0.001, 1e6, 1.0, step=1.0,
+    rate = url_number("Rate (req/s)", "sv_rate", 0.001, 1e6, 1.0, step=1.0, format="%g",
                       disabled=arrival == "max-load", help="Mean request rate")
 with cols[2]:
-    burst = url_number("Burstiness", "sv_burst", 0.01, 100.0, 1.0, step=0.1,
+    burst = url_number("Burstiness", "sv_burst", 0.01, 100.0, 1.0, step=0.1, format="%g",
                        disabled=arrival != "gamma", help="Gamma shape: 1 = Poisson, < 1 burstier")
 with cols[3]:
     n_req = url_number("Requests", "sv_requests", 10, 20000, 500, step=100)
@@ -98,7 +98,7 @@ with st.expander("Engine (defaults: the sidebar's inference stack)"):
     with e[0]:
         max_batch = url_number("Max running requests", "sv_maxbatch", 0, 100000, 0, step=32,
                                help="0 = the stack's default")
-        spread = url_number("Length spread", "sv_spread", 0.0, 1.0, 0.5, step=0.1)
+        spread = url_number("Length spread", "sv_spread", 0.0, 1.0, 0.5, step=0.1, format="%g")
     with e[1]:
         max_tokens = url_number("Token budget / iteration", "sv_maxtokens", 0, 1_000_000, 0,
                                 step=1024, help="max-num-tokens; 0 = the stack's default")
@@ -111,20 +111,21 @@ with st.expander("Engine (defaults: the sidebar's inference stack)"):
                                help="on-demand: allocate as tokens come, preempt by "
                                     "recompute; reserve: ISL + OSL at admission")
     with e[3]:
-        hit = url_number("Prefix-cache hit rate", "sv_hit", 0.0, 0.99, 0.0, step=0.05)
+        hit = url_number("Prefix-cache hit rate", "sv_hit", 0.0, 0.99, 0.0, step=0.05, format="%g")
         kv_frac = url_number("KV memory fraction", "sv_kvfrac", 0.0, 1.0, 0.0, step=0.05,
+                             format="%g",
                              help="share of the memory left after weights and activations; "
                                   "0 = the stack's default")
 
 s = st.columns(4)
 with s[0]:
-    slo_ttft = url_number("SLO TTFT (ms)", "sv_slo_ttft", 1.0, 1e7, 500.0, step=50.0)
+    slo_ttft = url_number("SLO TTFT (ms)", "sv_slo_ttft", 1.0, 1e7, 500.0, step=50.0, format="%g")
 with s[1]:
-    slo_tpot = url_number("SLO TPOT (ms)", "sv_slo_tpot", 0.1, 1e6, 50.0, step=5.0)
+    slo_tpot = url_number("SLO TPOT (ms)", "sv_slo_tpot", 0.1, 1e6, 50.0, step=5.0, format="%g")
 with s[2]:
-    slo_pct = url_number("SLO percentile", "sv_slo_pct", 1.0, 100.0, 90.0, step=1.0)
+    slo_pct = url_number("SLO percentile", "sv_slo_pct", 1.0, 100.0, 90.0, step=1.0, format="%g")
 with s[3]:
-    target = url_number("Target rate (req/s)", "sv_target", 0.0, 1e9, 0.0, step=10.0,
+    target = url_number("Target rate (req/s)", "sv_target", 0.0, 1e9, 0.0, step=10.0, format="%g",
                         help="Fleet size for this rate; 0 = none")
 search = url_toggle("Search the largest rate meeting the SLO", "sv_search", True)
 view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
@@ -373,6 +374,7 @@ def disaggregated_view() -> None:
                             help="GPUs split into prefill and decode replicas of this plan")
     with c[1]:
         link = url_number("KV link (GB/s per device)", "sv_kvlink", 0.0, 1e6, 0.0, step=10.0,
+                          format="%g",
                           help="0 = the cluster's link (inter-node if it has one), derated")
     d = cached(base_key + ("disagg", int(budget), float(link)),
                lambda p: serving.disaggregate(

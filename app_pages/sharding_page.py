@@ -21,13 +21,15 @@ from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from llmpara_core.workload import Workload
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
-from ui.page_inputs import optional_number
+from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
                          url_toggle)
 from ui.tables import download_csv, download_json
 
 SIDEBAR = "sidebar"
 PRESET_TOPOLOGY = "preset"
+LINK_BW_RANGE = (0.001, 1e6)        # GB/s per device and direction
+LINK_LAT_RANGE = (0.0, 1e6)         # µs
 VIEWS = ("Per device", "Scaling", "Best plan", "Published measurements")
 PART_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "kernel launches": "#8C8C8C",
                "communication": "#17BECF", "pipeline wait": "#E45756"}
@@ -81,18 +83,20 @@ def edit_links(hw: Hardware) -> Hardware:
     """Link bandwidth, latency and topology of the cluster, editable on the page and kept in
     the link (``sh_linkbw`` GB/s, ``sh_linklat`` µs, ``sh_topo``); empty = the preset's."""
     ic = hw.interconnect
-    with st.expander("Links: bandwidth, latency, topology"
-                     + (" (edited)" if ic and _links_edited() else ""), expanded=False):
+    edited = ic is not None and _links_edited()
+    # Keyed: it stays open when its label changes; a link that edits the links opens it.
+    with st.expander("Links: bandwidth, latency, topology" + (" (edited)" if edited else ""),
+                     expanded=edited, key="_sh_links_expander"):
         if ic is None:
             st.caption("This device has no interconnect to edit.")
             return hw
         l1, l2, l3 = st.columns(3)
         with l1:
             bw = optional_number("Link bandwidth (GB/s per device and direction)", "sh_linkbw",
-                                 0.001, 1e6, f"preset: {sig(ic.bandwidth_bytes_per_s / BYTES_PER_GB)}",
+                                 *LINK_BW_RANGE, f"preset: {sig(ic.bandwidth_bytes_per_s / BYTES_PER_GB)}",
                                  help="Within a node (between nodes: the preset's value).")
         with l2:
-            lat = optional_number("Link latency (µs)", "sh_linklat", 0.0, 1e6,
+            lat = optional_number("Link latency (µs)", "sh_linklat", *LINK_LAT_RANGE,
                                   f"preset: {sig(ic.latency_s / S_PER_US)}",
                                   help="Per message hop, within a node.")
         with l3:
@@ -100,6 +104,8 @@ def edit_links(hw: Hardware) -> Hardware:
                                  key="sh_topo", default=PRESET_TOPOLOGY,
                                  format_func=lambda t: f"preset: {ic.topology.value}"
                                  if t == PRESET_TOPOLOGY else t)
+        reset_button(("sh_linkbw", "sh_linklat"), key="_sh_links_reset",
+                     label="Reset bandwidth and latency to the preset")
     changes = {}
     if bw is not None:
         changes["bandwidth_bytes_per_s"] = float(bw) * BYTES_PER_GB
@@ -114,9 +120,12 @@ def edit_links(hw: Hardware) -> Hardware:
 
 
 def _links_edited() -> bool:
-    ss = st.session_state
-    return (ss.get("sh_linkbw") is not None or ss.get("sh_linklat") is not None
-            or ss.get("sh_topo", PRESET_TOPOLOGY) != PRESET_TOPOLOGY)
+    """Whether a link setting differs from the preset's, already right before the boxes are
+    drawn (a shared link's first run)."""
+    topo = st.session_state.get("sh_topo", st.query_params.get("sh_topo", PRESET_TOPOLOGY))
+    return (optional_value("sh_linkbw", *LINK_BW_RANGE) is not None
+            or optional_value("sh_linklat", *LINK_LAT_RANGE) is not None
+            or topo in {t.value for t in Topology})
 
 
 scn = get_scenario()

@@ -120,17 +120,35 @@ def headline(data: dict) -> None:
     m4.metric("Rows skipped", f"{s['rows_skipped']}", help="listed with the reason below")
 
 
+def worst_table(data: dict, metric: str, n_worst: int) -> pd.DataFrame:
+    """The ``n_worst`` largest estimated errors of ``metric``, one row each, for a table that
+    wraps its text (display formatting only: the core ranked them and gave the reasons)."""
+    unit = "ms" if metric == "ttft_ms" else "tok/s"
+    rows = [{"row": w["row_id"], "model": w["model"],
+             "device": w["hardware"] + (f" ×{w['devices']}" if w["devices"] > 1 else ""),
+             "stack · weights": f"{w['framework'] or 'not stated'} · {w['quant']}",
+             f"measured ({unit})": sig(w["measured"]),
+             f"predicted ({unit})": sig(w["estimated"]),
+             "error": f"{w['error']:+.0%}",
+             "likely reason": w["reasons"]}
+            for w in data["worst"] if w["metric"] == metric][:n_worst]
+    return pd.DataFrame(rows)
+
+
 def worst_cases(data: dict, metric: str, n_worst: int) -> None:
     st.subheader("Worst cases (estimated), with the likely reason")
-    unit = "ms" if metric == "ttft_ms" else "tokens/s"
-    lines = [f"**{escape_md(w['row_id'])}** · {escape_md(w['model'])} on "
-             f"{escape_md(w['hardware'])} · {escape_md(w['framework'] or 'framework not stated')}"
-             f" · {escape_md(w['quant'])}" + (f" · {w['devices']} devices" if w["devices"] > 1
-                                              else "")
-             + f": measured {sig(w['measured'])} {unit}, estimated {sig(w['estimated'])} "
-             f"({w['error']:+.0%}) — {escape_md(w['why'])}"
-             for w in data["worst"] if w["metric"] == metric][:n_worst]
-    st.markdown("\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))
+    df = worst_table(data, metric, n_worst)
+    if df.empty:
+        st.caption("No predictions for this metric.")
+        return
+    cells = df.assign(**{c: df[c].map(escape_md) for c in df.columns if c != "likely reason"})
+    cells["likely reason"] = df["likely reason"].map(    # one reason a line (markdown)
+        lambda rs: "  \n".join(f"• {escape_md(r)}" for r in rs))
+    st.table(cells.style.set_properties(**{"vertical-align": "top"})    # reasons get room
+             .set_properties(subset=["likely reason"], **{"min-width": "26em"}),
+             hide_index=True)
+    st.caption("Largest |error| first; error = predicted / measured − 1. Every row with its "
+               "source: the error explorer above, or the CSV download.")
 
 
 def results(data: dict) -> None:

@@ -402,3 +402,20 @@ def test_architecture_editor_features_travel_in_the_link():
     bad = run_app(None, a_ffn_kind="swiglu", a_kv_rank="64")   # bad choice; no MLA in Llama
     text = " ".join(w.value for w in bad.warning)
     assert "`a_ffn_kind`" in text and "`a_kv_rank=64`" in text and not bad.error
+
+
+def test_operator_notes_are_readable_in_full():
+    """The grid's note column is as wide as the longest note (it was cut at 'medium'), and the
+    notes also read in full, each operator once, in a wrapping table below the grid."""
+    ops = run_app("app_pages/operators_page.py", model="deepseek-v3")
+    assert not ops.exception and not ops.error
+    grid = ops.dataframe[0]
+    notes = [n for n in grid.value["note"] if n]
+    width = json.loads(grid.proto.columns)["note"]["width"]
+    assert isinstance(width, int) and width >= 7 * max(len(n) for n in notes)
+    full = [t.value for t in ops.table if "note" in t.value.columns]
+    assert len(full) == 1
+    table = full[0].map(lambda cell: cell.replace("\\", ""))     # markdown escapes off
+    assert list(table["operator"]) == list(dict.fromkeys(
+        o for o, n in zip(grid.value["operator"], grid.value["note"]) if n))
+    assert max(notes, key=len) in set(table["note"])

@@ -4,7 +4,8 @@ scenario and with one shared link, in a real headless Chromium against one `stre
 
 On every page: no exception; every Plotly chart's log axes span at most 12 decades, no axis
 carries more than 30 tick labels, horizontal tick labels do not overlap and no legend scrolls;
-no metric value or label is cut off (scrollWidth > clientWidth); no table cell or metric shows
+no metric value or label is cut off (scrollWidth > clientWidth); the Compare page's charts span at
+least 90 % of the content width; no table cell or metric shows
 None/nan/inf/null and no traceback text appears; no request leaves 127.0.0.1. Screenshots go to
 tests/out/visual/ (gitignored); idle times after a widget change go to
 tests/out/visual/idle_times.json. Skipped, with the reason, where Chromium is absent."""
@@ -123,6 +124,39 @@ BAD_TEXT_JS = r"""
 """
 
 
+# Charts that leave much of the page's width unused: per row of charts (vertically
+# overlapping), the share of the main column's content width their union spans.
+WIDTH_JS = r"""
+() => {
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  if (!main) return [];
+  const cs = getComputedStyle(main);
+  const inner = main.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  const boxes = Array.from(main.querySelectorAll('.js-plotly-plot, [data-testid="stVegaLiteChart"]'))
+    .filter(e => e.offsetParent !== null).map(e => e.getBoundingClientRect())
+    .filter(r => r.width > 0).sort((a, b) => a.top - b.top);
+  const rows = [];
+  for (const r of boxes) {
+    const row = rows.find(x => r.top < x.bottom && r.bottom > x.top);
+    if (row) { row.left = Math.min(row.left, r.left); row.right = Math.max(row.right, r.right);
+               row.bottom = Math.max(row.bottom, r.bottom); }
+    else rows.push({top: r.top, bottom: r.bottom, left: r.left, right: r.right});
+  }
+  return rows.map(x => (x.right - x.left) / inner);
+}
+"""
+# The pages whose charts must span (nearly) the whole width at WIDTH px, sidebar open.
+FULL_WIDTH_PAGES = {"compare": 0.9}
+
+
+def width_problems(page, slug: str) -> list[str]:
+    least = FULL_WIDTH_PAGES.get(slug)
+    if least is None:
+        return []
+    return [f"a chart row spans {share:.0%} of the width (want >= {least:.0%})"
+            for share in page.evaluate(WIDTH_JS) if share < least]
+
+
 def chart_problems(page) -> list[str]:
     problems = [f"{title!r}: the legend scrolls (entries hidden)"
                 for title in page.evaluate(LEGEND_JS)]
@@ -225,6 +259,7 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
         problems += [f"{where}: cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
         problems += [f"{where}: shows {t!r}" for t in page.evaluate(BAD_TEXT_JS)]
         slug = path.strip("/") or "overview"
+        problems += [f"{where}: {p}" for p in width_problems(page, slug)]
         shot = SHOTS / f"{slug}-{tag}-{theme}.png"
         if tag == "default":
             shoot(page, shot)             # the whole page

@@ -205,3 +205,13 @@ def test_sensitivity_multipliers_rerun_the_tornado(quick):
     assert not at.exception
     tornado = json.loads(at.get("plotly_chart")[-1].proto.spec)
     assert {t["name"] for t in tornado["data"]} >= {"× 0.25", "× 4"}
+
+
+def test_base_hardware_default_reads_naturally():
+    """The base-hardware box's default names the grid's own base device in words ("Custom
+    Hardware (the grid's base)"), not "preset's: asic · Custom Hardware"."""
+    at = _page(ds_preset="Datacenter GPU")
+    assert not at.exception
+    box = at.selectbox(key="ds_base")
+    assert box.options[0] == "NVIDIA H100 SXM5 80GB (the grid's base)"
+    assert not any(o.startswith("preset's") for o in box.options)

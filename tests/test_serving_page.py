@@ -108,3 +108,17 @@ def test_a_small_kv_cache_shows_preemptions():
     assert int(metric(at, "Preemptions").replace(",", "")) > 0
     fig = at.get("plotly_chart")[0].proto.spec
     assert "preemptions (cumulative)" in fig
+
+
+def test_number_boxes_show_integer_like_values_without_decimals():
+    """The boxes print their values with their own format (Streamlit's float default "%0.2f"
+    showed SLO TTFT as 500.00 and the percentile as 90.00): every box of the page, at its
+    default, shows the value the way it reads ("500", "90", "0.5", "1")."""
+    at = open_page(PAGE, **BASE, sv_search="false")
+    _clean(at, "default")
+    shown = {b.label: (b.proto.format or "%0.2f") % b.value for b in at.number_input
+             if b.value is not None}
+    assert shown["SLO TTFT (ms)"] == "500" and shown["SLO percentile"] == "90"
+    assert shown["Rate (req/s)"] == "1" and shown["Length spread"] == "0.5"
+    for label, text in shown.items():
+        assert not text.endswith((".00", ".0")), (label, text)

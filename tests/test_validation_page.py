@@ -46,7 +46,7 @@ def test_default_view(default_page):
     groups = at.dataframe[0].value["group"].tolist()
     assert "class: consumer-gpu" in groups and "framework: llama.cpp" in groups
     assert any("Worst cases" in h.value for h in at.subheader)
-    assert any("macOS" in md.value or "tensor parallel" in md.value for md in at.markdown)
+    assert any("macOS" in r or "tensor parallel" in r for r in _worst_table(at)["likely reason"])
     assert len(at.main.get("download_button")) == 3
 
 
@@ -165,3 +165,25 @@ def test_efficiency_per_stack_of_the_sidebar_hardware(default_page):
     want = calibration.default_table().profile("llama.cpp").absolute["stage_hop_s"] * 1e6
     assert hop["llama.cpp"] == pytest.approx(want, rel=1e-6) and want > 50
     assert hop["generic"] == 0 and hop["tensorrt-llm"] == 0
+
+
+def _worst_table(at):
+    tables = [t.value for t in at.table if "likely reason" in t.value.columns]
+    assert len(tables) == 1
+    return tables[0]
+
+
+def test_worst_cases_are_a_table_with_one_row_each():
+    """The worst cases read as a table (row id, model, device, stack, measured, predicted,
+    error, reasons one a line), as many rows as asked, largest |error| first."""
+    at = _page(v_worst="5")
+    assert not at.exception and not at.error
+    df = _worst_table(at)
+    assert len(df) == 5
+    assert list(df.columns) == ["row", "model", "device", "stack · weights",
+                                "measured (tok/s)", "predicted (tok/s)", "error",
+                                "likely reason"]
+    errors = [float(e.replace("%", "").replace("\\", "")) for e in df["error"]]
+    assert [abs(e) for e in errors] == sorted((abs(e) for e in errors), reverse=True)
+    assert all(cell.startswith("• ") for cell in df["likely reason"])
+    assert all(r.strip() for r in df["row"])

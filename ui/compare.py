@@ -19,7 +19,7 @@ from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from .format import fmt_count, fmt_pct, fmt_times, sig
 
 MAX_NAME = 18
-LABEL_PX, CHART_PX = 230, 290       # fits a 1440 px window with the sidebar open
+LABEL_PX, CHART_PX = 230, 345       # fills a 1440 px window with the sidebar open (~975 px)
 _VENDORS = ("NVIDIA ", "AMD ", "Apple ", "Intel ", "Google ", "Qualcomm ", "GeForce ")
 
 # (column, higher is better) — the columns whose best value is highlighted.

@@ -548,7 +548,9 @@ def _number_box(where, label: str, key: str, lo, hi, **kwargs):
     Batch 1, Prompt 0 for a link with batch=7, prompt=4096). On a busy machine that first paint
     lasted seconds: the load test read Batch 1 in 4 of 36 linked sessions although the session
     (and the URL) held the link's value. So the current value is also given as the box's
-    default; a keyed box's identity does not depend on it, so this never resets the box."""
+    default; a keyed box's identity does not depend on it, so this never resets the box.
+    (A blank-by-default box that holds a value cannot be emptied then: Streamlit lets only a
+    box without a default be cleared; its section's "Reset to preset" button clears it.)"""
     v = st.session_state.get(key)
     if v is not None:
         v = type(lo)(v)
@@ -860,12 +862,12 @@ def url_number(label: str, key: str, min_value, max_value, value, **kwargs):
         ss[key] = cur
     v = st.number_input(label, min_value, max_value, cur, key=key, **kwargs)
     kept[key] = v
-    _write_url(key, None if v == value else format_number(v))
+    write_url(key, None if v == value else format_number(v))
     register_link_param(key, format_number(v))
     return v
 
 
-def _write_url(key: str, text: str | None) -> None:
+def write_url(key: str, text: str | None) -> None:
     """Put ``key=text`` into the URL (remove ``key`` for None), only if it changes."""
     qp = st.query_params
     if text is None:

@@ -100,11 +100,31 @@ BOUND_STYLE = {"memory": "background-color: rgba(228, 87, 86, 0.18)",
                "compute": "background-color: rgba(76, 120, 168, 0.22)"}
 
 
-def operator_columns(kind_colors: dict[str, str]) -> dict:
-    """OPERATOR_COLUMNS with the category as a coloured badge (the chart colours)."""
+NOTE_PX_PER_CHAR, NOTE_PX_PAD, NOTE_PX_MAX = 7, 24, 560   # data-grid text at its 14 px font
+
+
+def note_width_px(notes) -> int:
+    """A note column as wide as its longest note (within bounds), so no note is cut off at
+    the grid's fixed "medium" width (display layout only)."""
+    longest = max((len(str(n)) for n in notes), default=0)
+    return int(min(max(longest * NOTE_PX_PER_CHAR + NOTE_PX_PAD, 160), NOTE_PX_MAX))
+
+
+def operator_columns(kind_colors: dict[str, str], notes=()) -> dict:
+    """OPERATOR_COLUMNS with the category as a coloured badge (the chart colours) and the note
+    column as wide as ``notes`` need."""
     kinds = list(kind_colors)
-    return {**OPERATOR_COLUMNS, "category": st.column_config.MultiselectColumn(
+    note = st.column_config.TextColumn("note", help=OPERATOR_COLUMNS["note"].get("help"),
+                                       width=note_width_px(notes))
+    return {**OPERATOR_COLUMNS, "note": note, "category": st.column_config.MultiselectColumn(
         "category", options=kinds, color=[kind_colors[k] for k in kinds], disabled=True)}
+
+
+def operator_notes(view: pd.DataFrame) -> pd.DataFrame:
+    """Each operator of ``view`` once with its note (the notes' full text, for a table that
+    wraps)."""
+    notes = view[["operator", "category", "note"]].drop_duplicates("operator")
+    return notes[notes["note"].astype(str).str.strip() != ""].reset_index(drop=True)
 
 
 def styled_operators(view: pd.DataFrame):

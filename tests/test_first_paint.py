@@ -129,21 +129,23 @@ def _caption(page) -> str:
     return " ".join(page.get_by_test_id("stCaptionContainer").all_inner_texts())
 
 
+def _enter(page, box, text: str, condition: str):
+    """Type ``text`` into ``box``, then wait until the JS ``condition`` holds and the page is
+    idle; returns the box."""
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_function(f"() => {condition}", timeout=90_000)
+    page.wait_for_selector(IDLE, timeout=90_000)
+    return box
+
+
 def test_an_edit_sticks_across_later_reruns(page):
     """The default follows the session's value, so it must never reset a user's edit."""
     side = page.get_by_test_id("stSidebar")
-    box = side.get_by_label("Batch", exact=True)
-    box.fill("5")
-    box.press("Enter")
-    page.wait_for_function("() => document.body.innerText.includes('batch 5 ·')",
-                           timeout=90_000)
-    page.wait_for_selector(IDLE, timeout=90_000)
-    prompt = side.get_by_label("Prompt", exact=True)
-    prompt.fill("512")
-    prompt.press("Enter")
-    page.wait_for_function("() => document.body.innerText.includes('prompt 512 ·')",
-                           timeout=90_000)
-    page.wait_for_selector(IDLE, timeout=90_000)
+    box = _enter(page, side.get_by_label("Batch", exact=True), "5",
+                 "document.body.innerText.includes('batch 5 ·')")
+    _enter(page, side.get_by_label("Prompt", exact=True), "512",
+           "document.body.innerText.includes('prompt 512 ·')")
     assert box.input_value() == "5"
     assert "batch 5 · prompt 512" in _caption(page)
     assert "batch=5" in page.url and "prompt=512" in page.url
@@ -162,21 +164,12 @@ def test_a_page_local_edit_sticks_across_later_reruns(sharding):
     """Edits of a page's own boxes survive reruns caused by other widgets, in the box and in
     the URL."""
     main = sharding.get_by_test_id("stMain")
-    pp = main.get_by_label("PP", exact=True)
-    pp.fill("4")
-    pp.press("Enter")
-    sharding.wait_for_function("() => location.search.includes('sh_pp=4')", timeout=90_000)
-    sharding.wait_for_selector(IDLE, timeout=90_000)
-    mb = main.get_by_label("Microbatches", exact=True)
-    mb.fill("5")
-    mb.press("Enter")
-    sharding.wait_for_function("() => location.search.includes('sh_mb=5')", timeout=90_000)
-    sharding.wait_for_selector(IDLE, timeout=90_000)
-    batch = sharding.get_by_test_id("stSidebar").get_by_label("Batch", exact=True)
-    batch.fill("8")
-    batch.press("Enter")
-    sharding.wait_for_function("() => location.search.includes('batch=8')", timeout=90_000)
-    sharding.wait_for_selector(IDLE, timeout=90_000)
+    pp = _enter(sharding, main.get_by_label("PP", exact=True), "4",
+                "location.search.includes('sh_pp=4')")
+    mb = _enter(sharding, main.get_by_label("Microbatches", exact=True), "5",
+                "location.search.includes('sh_mb=5')")
+    _enter(sharding, sharding.get_by_test_id("stSidebar").get_by_label("Batch", exact=True), "8",
+           "location.search.includes('batch=8')")
     assert pp.input_value() == "4" and mb.input_value() == "5"
     assert "sh_pp=4" in sharding.url and "sh_mb=5" in sharding.url
 
@@ -204,13 +197,6 @@ def test_optional_boxes_and_choices_show_the_link_from_the_first_paint(optional)
                                arg=list(OPTIONAL_FIRST_SHOWN), timeout=90_000)
     first = optional.evaluate("window.__firstStates")
     assert {k: first.get(k) for k in OPTIONAL_FIRST_SHOWN} == OPTIONAL_FIRST_SHOWN
-
-
-def _enter(page, box, text: str, url_test: str) -> None:
-    box.fill(text)
-    box.press("Enter")
-    page.wait_for_function(f"() => {url_test}", timeout=90_000)
-    page.wait_for_selector(IDLE, timeout=90_000)
 
 
 def test_a_linked_optional_box_can_be_cleared_and_stays_clear(optional):

@@ -91,9 +91,9 @@ class Efficiency:
     (softmax, masking and the score matrix's tiles: attention FLOPs count 1 / it times).
     ``kv_reread`` is the share of a GQA group's K/V each further query head of the group
     reads again (``roofline.kv_read_factor``; 0 = once per group, 1 = once per query head).
-    ``stage_hop_s`` is a fixed
-    cost per pipeline-stage boundary per pass (the host hands the activations to the next
-    device and waits for it: llama.cpp's layer split), on top of the link's own time."""
+    ``stage_hop_s`` is a fixed cost per pipeline-stage boundary per pass (the host hands the
+    activations to the next device and waits for it: llama.cpp's layer split), on top of the
+    link's own time."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0

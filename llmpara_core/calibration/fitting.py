@@ -278,12 +278,8 @@ def fit_stage_hop(rows: list[Mapped]) -> float | None:
     groups = hop_groups(rows)
     if len(groups) < MIN_HOP_GROUPS or len({k[0] for k in groups}) < MIN_HOP_DEVICES:
         return None
-    slopes = []
-    for pts in groups.values():
-        pp = np.array([p - 1.0 for p, _ in pts])
-        t = np.array([t for _, t in pts])
-        slopes.append(float(np.sum((pp - pp.mean()) * (t - t.mean()))
-                            / np.sum((pp - pp.mean()) ** 2)))
+    slopes = [np.polyfit([p - 1.0 for p, _ in pts], [t for _, t in pts], 1)[0]
+              for pts in groups.values()]
     return max(0.0, float(np.median(slopes)))
 
 
@@ -319,10 +315,9 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
         rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
-        absolute={} if not hop else {"stage_hop_s": hop},
-        note="reference stack: the class and memory-technology values are fitted on its "
-             "rows" + ("" if not hop else "; stage_hop from its layer-split rows (step time vs "
-                             "devices)"))
+        absolute={"stage_hop_s": hop} if hop else {},
+        note="reference stack: the class and memory-technology values are fitted on its rows"
+             + ("; stage_hop from its layer-split rows (step time vs devices)" if hop else ""))
     table = replace(table, frameworks=fws)
     if frameworks:
         by_fw: dict[str, list[Mapped]] = defaultdict(list)

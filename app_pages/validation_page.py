@@ -219,7 +219,9 @@ def method(data: dict) -> None:
             "in flight at which half of it is reached (tile/wave quantisation), per stack — the "
             "reference stack's is cut on Hopper by a cited legacy-kernel factor; **step / seq "
             "overhead**: scheduler and per-request CPU work of a serving engine; **stage hop**: "
-            "llama.cpp's cost per device boundary of its layer split. Classes and memory "
+            "llama.cpp's cost per device boundary of its layer split; **act-quant kernels**: "
+            "extra launches per matmul with quantised weights (llama.cpp on GPUs turns the "
+            "activations into q8_1 in a kernel of their own first). Classes and memory "
             "technologies are fitted on llama.cpp rows; a stack profile scales or replaces them. "
             "Every key is documented in presets/tables/efficiency.toml.")
         st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)
@@ -236,10 +238,11 @@ def method(data: dict) -> None:
         table = calibration.default_table()
         rows = [{"profile": name, **{k: v for k, v in zip(
             ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
-             "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]"),
+             "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]",
+             "act-quant kernels"),
             (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
              e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US,
-             e.stage_hop_s / S_PER_US))}}
+             e.stage_hop_s / S_PER_US, e.act_quant_kernels))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
             for e in [table.efficiency_for(scn.hardware, name)]]
         with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "

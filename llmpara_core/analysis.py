@@ -18,7 +18,7 @@ from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, conte
 from .model import Model, ParamCounts, count_params
 from .operators import MemoryTraffic, OpKind, Operator
 from .precision import DType, Precision
-from .roofline import Rates, effective_memory_bytes, op_time_s, rates
+from .roofline import Rates, effective_memory_bytes, launches, op_time_s, rates
 from .workload import Workload
 
 _BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
@@ -46,6 +46,7 @@ class OpRow(MemoryTraffic):
     ideal_s: float
     estimated_s: float
     kv_group: float = 1.0     # query heads per KV head of its KV reads (roofline.kv_read_factor)
+    quantized: bool = False   # a matmul with quantised weights (roofline.launches)
 
     @property
     def bound(self) -> str:
@@ -251,10 +252,11 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
                  *(getattr(o, f) * n for f in _BYTE_FIELDS),
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
-                 estimated_s=op_time_s(flops, mem, n, est_r, comm, o.kv_read_bytes * n,
+                 estimated_s=op_time_s(flops, mem, launches(n, o.quantized, est_r), est_r, comm,
+                                       o.kv_read_bytes * n,
                                        flops if o.kind is OpKind.ATTENTION else 0.0,
                                        o.kv_reread_bytes * n),
-                 kv_group=o.kv_group)
+                 kv_group=o.kv_group, quantized=o.quantized)
 
 
 def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -300,7 +302,7 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
                                            oz.kv_reread_bytes * c)
             te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
                                  eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)
-            te += n * c * est_r.kernel_overhead_s
+            te += n * launches(c, oa.quantized, est_r) * est_r.kernel_overhead_s
             if est_r.link_bytes_per_s:
                 link = vals[-1] / est_r.link_bytes_per_s
                 te += link
@@ -319,7 +321,7 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
     rows = tuple(
         OpRow("decode", o.name, o.kind, o.group, o.count, *(v / steps for v in vals),
               compute_s=ci / steps, memory_s=mi / steps, ideal_s=ti / steps, estimated_s=te / steps,
-              kv_group=o.kv_group)
+              kv_group=o.kv_group, quantized=o.quantized)
         for o, vals, ci, mi, ti, te in acc.values())
     return Phase("decode", rows), total_ideal, total_est
 

@@ -75,6 +75,10 @@ class Topology(Enum):
     TORUS_2D = "torus-2d"
 
 
+# Extra kernels per quantised matmul a hardware file may state (efficiency.act_quant_kernels).
+MAX_ACT_QUANT_KERNELS = 8.0
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Achievable fractions of peak compute and peak bandwidth, and fixed costs.
@@ -93,7 +97,11 @@ class Efficiency:
     reads again (``roofline.kv_read_factor``; 0 = once per group, 1 = once per query head).
     ``stage_hop_s`` is a fixed cost per pipeline-stage boundary per pass (the host hands the
     activations to the next device and waits for it: llama.cpp's layer split), on top of the
-    link's own time."""
+    link's own time. ``act_quant_kernels`` is the number of extra kernels launched per
+    execution of a matmul whose weights are quantised (``Operator.quantized``): llama.cpp's
+    CUDA/HIP back end quantises the activations to q8_1 in a kernel of their own before each
+    quantised matrix-vector product (1 there; 0 where the kernels read the activations as
+    they are: Metal, CPU, and the fused weight-only kernels of the other stacks)."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -104,6 +112,7 @@ class Efficiency:
     attention_compute: float = 1.0
     kv_reread: float = 0.0
     stage_hop_s: float = 0.0
+    act_quant_kernels: float = 0.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -117,6 +126,8 @@ class Efficiency:
         require_float("efficiency.attention_compute", self.attention_compute, lo=0, hi=1,
                       lo_open=True)
         require_float("efficiency.kv_reread", self.kv_reread, lo=0, hi=1)
+        require_float("efficiency.act_quant_kernels", self.act_quant_kernels, lo=0,
+                      hi=MAX_ACT_QUANT_KERNELS)
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =

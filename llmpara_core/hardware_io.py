@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, did_you_mean, short
-from .hardware import (CLASS_DEFAULTS, Architecture, Efficiency, Hardware, HardwareClass,
-                       Interconnect, MemoryTier, MemoryType, Topology)
+from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, Architecture, Efficiency, Hardware,
+                       HardwareClass, Interconnect, MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .safeio import read_toml_file
 from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
@@ -33,7 +33,8 @@ PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = al
 # A stage hop (host hand-off per pipeline-stage boundary per pass) above 0.1 s is not a
 # runtime's cost but a typo.
 MAX_STAGE_HOP_US = 1e5
-EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_hop_us")
+EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_hop_us",
+                   "act_quant_kernels")
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
@@ -187,13 +188,16 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
     kv_read = _number(table, "kv_read", origin, "efficiency.kv_read", positive=True, hi=1.0)
     hop = _scaled(_number(table, "stage_hop_us", origin, "efficiency.stage_hop_us",
                           hi=MAX_STAGE_HOP_US), S_PER_US)
+    aq = _number(table, "act_quant_kernels", origin, "efficiency.act_quant_kernels",
+                 hi=MAX_ACT_QUANT_KERNELS)
     return Efficiency(compute=default.compute if compute is None else compute,
                       memory=default.memory if memory is None else memory,
                       kernel_overhead_s=default.kernel_overhead_s if overhead is None
                       else overhead,
                       kv_read=default.kv_read if kv_read is None else kv_read,
                       kv_reread=default.kv_reread,      # the reference stack's (not a key)
-                      stage_hop_s=default.stage_hop_s if hop is None else hop)
+                      stage_hop_s=default.stage_hop_s if hop is None else hop,
+                      act_quant_kernels=default.act_quant_kernels if aq is None else aq)
 
 
 def _tiers(data: dict, origin: str) -> tuple[MemoryTier, ...]:
@@ -386,6 +390,8 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         _put(eff, "kv_read", hw.efficiency.kv_read)
         if hw.efficiency.stage_hop_s:
             _put(eff, "stage_hop_us", hw.efficiency.stage_hop_s, S_PER_US)
+        if hw.efficiency.act_quant_kernels != CLASS_DEFAULTS[hw.hw_class].efficiency.act_quant_kernels:
+            _put(eff, "act_quant_kernels", hw.efficiency.act_quant_kernels)
         out["efficiency"] = eff
     if hw.memory_tiers:
         tiers = []

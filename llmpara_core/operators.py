@@ -77,6 +77,7 @@ class Operator(MemoryTraffic):
     count: int = 1
     group: str = ""            # layer group label ("global/dense", "model", ...)
     kv_group: float = 1.0      # query heads sharing each K/V head read here (GQA group; 1 = MHA/MLA)
+    quantized: bool = False    # a matmul with weights below 16 bits (Efficiency.act_quant_kernels)
 
     @property
     def total_flops(self) -> float:
@@ -91,7 +92,7 @@ class Operator(MemoryTraffic):
         dataclasses.replace is too slow for the hot loop of the forward builder)."""
         return Operator(self.name, self.kind, self.flops, self.weight_bytes, self.act_read_bytes,
                         self.act_write_bytes, self.kv_read_bytes, self.kv_write_bytes,
-                        self.comm_bytes, count, group, self.kv_group)
+                        self.comm_bytes, count, group, self.kv_group, self.quantized)
 
 
 def linear(name: str, kind: OpKind, tokens: float, d_in: int, d_out: int, w_bits: float,
@@ -108,7 +109,7 @@ def linear(name: str, kind: OpKind, tokens: float, d_in: int, d_out: int, w_bits
         name, kind, flops,
         weight_bytes=bits_to_bytes(w_elems, w_bits) * weight_sets,
         act_read_bytes=bits_to_bytes(tokens * d_in, a_bits) * token_reads,
-        act_write_bytes=bits_to_bytes(tokens * d_out, a_bits))
+        act_write_bytes=bits_to_bytes(tokens * d_out, a_bits), quantized=w_bits < 16)
 
 
 def norm(name: str, tokens: float, width: int, a_bits: float, w_bits: float,

@@ -30,6 +30,7 @@ class Rates:
     pass_overhead_s: float = 0.0         # fixed cost per forward pass (scheduler, host sync)
     attention_efficiency: float = 1.0    # attention FLOPs run at this fraction of flops_per_s
     kv_reread: float = 0.0               # share of K/V re-read per extra query head of a group
+    act_quant_kernels: float = 0.0       # extra kernels per execution of a quantised matmul
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -54,7 +55,15 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  hardware.memory_bandwidth_bytes_per_s * eff.memory,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
-                 eff.attention_compute, eff.kv_reread)
+                 eff.attention_compute, eff.kv_reread, eff.act_quant_kernels)
+
+
+def launches(count, quantized, r):
+    """Kernel launches of ``count`` executions of an operator: one each, plus the stack's
+    activation-quantising kernels (``act_quant_kernels`` of ``r``, a ``Rates`` or an
+    ``Efficiency``) before each matmul with quantised weights (``Operator.quantized``).
+    ``quantized`` may be a bool or a 0/1 array."""
+    return count * (1.0 + r.act_quant_kernels * quantized)
 
 
 def kv_read_factor(kv_group, r: Rates):

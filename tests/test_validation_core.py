@@ -217,7 +217,10 @@ def test_hostile_csvs():
 
 def test_fit_recovers_known_parameters():
     """Synthetic measurements made by the core with known efficiencies are fitted back."""
-    truth = Efficiency(compute=0.55, memory=0.8, kernel_overhead_s=5e-6, kv_read=0.4)
+    # act_quant_kernels at the reference stack's cited GPU value, which the fit holds fixed
+    truth = Efficiency(compute=0.55, memory=0.8, kernel_overhead_s=5e-6, kv_read=0.4,
+                       act_quant_kernels=fitting.REFERENCE_ACT_QUANT_KERNELS[
+                           HardwareClass.CONSUMER_GPU])
     lines = []
     for i, (hw, model, bits, gen) in enumerate([
             (hw, model, bits, gen) for hw in ("RTX 4090", "RTX 3090")

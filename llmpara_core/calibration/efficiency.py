@@ -27,6 +27,9 @@ stacks the fit never saw through their TOML fields:
   architecture's cited ``legacy_kernel_factor``; stacks with ``native_kernels`` skip it.
 * ``kernel_overhead`` -- fixed cost per kernel (launch, tail); ``step_overhead`` per forward
   pass and ``seq_overhead`` per sequence per pass (scheduling, sampling, detokenisation).
+* ``act_quant_kernels`` -- launches added before each matmul with quantised weights by stacks
+  that quantise the activations in a kernel of their own (``act_quant``: llama.cpp's CUDA/HIP
+  back end, q8_1); cited, not fitted: 1 per GPU class for the reference stack, 0 elsewhere.
 
 The reference stack (llama.cpp, measured on every class) gives the class and memory-technology
 values; stack profiles (``[framework.*]``) scale or replace them. Values:
@@ -83,6 +86,14 @@ CITED_ARCHITECTURE = {"hopper": {"legacy_kernel_factor": 0.5}}
 # ExLlamaV2's flash-attn (GQA-aware) load each KV block once per group; MLC (paged KV cache,
 # own decode kernels) is assumed to as well -- not checked against its source.
 KV_PER_QUERY_HEAD = ("llama.cpp", "gpt-fast")
+# Stacks that launch a kernel of its own to quantise the activations before each matmul with
+# quantised weights (``act_quant``: they keep the class's ``act_quant_kernels``): llama.cpp's
+# CUDA/HIP back end (ggml-cuda.cu, ggml_cuda_op_mul_mat: src1 is quantised to q8_1 by
+# quantize_row_q8_1_cuda for the mul_mat_vec_q / mul_mat_q kernels, whose dot products take
+# q8_1 activations). Other stacks' weight-only kernels (gpt-fast, ExLlamaV2, MLC, AWQ/GPTQ in
+# vLLM/TensorRT-LLM) dequantise the weights inside the matmul and read the activations as
+# they are: act_quant_kernels = 0.
+ACT_QUANT_STACKS = ("llama.cpp",)
 SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
 # Absolute per-stack values (None = the reference stack's): TOML key -> (Efficiency field,
 # factor from the TOML unit to SI).
@@ -103,7 +114,9 @@ class FrameworkProfile:
     instructions of every architecture (no ``legacy_kernel_factor``). ``kv_per_query_head``:
     its decode attention re-reads a GQA group's K/V per query head, as the reference stack
     does (keeps the class's ``kv_reread``; other stacks read each KV block once per group:
-    ``kv_reread`` = 0)."""
+    ``kv_reread`` = 0). ``act_quant``: it quantises the activations in a kernel of their own
+    before each quantised matmul, as the reference stack does on GPUs (keeps the class's
+    ``act_quant_kernels``; other stacks: 0)."""
     name: str
     label: str
     memory_scale: float = 1.0
@@ -114,6 +127,7 @@ class FrameworkProfile:
     absolute: dict = field(default_factory=dict, hash=False)   # Efficiency field -> value
     native_kernels: bool = False
     kv_per_query_head: bool = False
+    act_quant: bool = False
 
     def apply(self, eff: Efficiency, native_compute: float | None = None) -> Efficiency:
         """``eff`` (the reference stack's) as this stack reaches it; ``native_compute`` = the
@@ -121,6 +135,7 @@ class FrameworkProfile:
         base_c = native_compute if (self.native_kernels and native_compute) else eff.compute
         out = replace(eff, memory=min(1.0, eff.memory * self.memory_scale),
                       kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
+                      act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         return replace(out, **self.absolute) if self.absolute else out
@@ -165,7 +180,8 @@ class EfficiencyTable:
     def profile(self, framework: str) -> FrameworkProfile:
         name = resolve_framework(framework)
         return self.frameworks.get(name) or FrameworkProfile(
-            name, FRAMEWORKS[name][0], kv_per_query_head=name in KV_PER_QUERY_HEAD)
+            name, FRAMEWORKS[name][0], kv_per_query_head=name in KV_PER_QUERY_HEAD,
+            act_quant=name in ACT_QUANT_STACKS)
 
 
 def memory_type_of(hardware: Hardware) -> str | None:
@@ -243,7 +259,8 @@ def _profile(name: str, entry) -> FrameworkProfile:
                             note=str(entry.get("note", "")), absolute=absolute,
                             native_kernels=bool(entry.get("native_kernels", False)),
                             kv_per_query_head=bool(entry.get("kv_per_query_head",
-                                                              key in KV_PER_QUERY_HEAD)))
+                                                              key in KV_PER_QUERY_HEAD)),
+                            act_quant=bool(entry.get("act_quant", key in ACT_QUANT_STACKS)))
 
 
 def _class(name: str) -> HardwareClass:
@@ -302,6 +319,11 @@ HEADER = """\
 #                  every class (fitting.REFERENCE_KV_REREAD says how it was chosen);
 #                  attention_compute = fraction of the GEMM rate prefill attention reaches
 #                  (softmax, masking, score tiles; set by prefill at 512 vs 4096 tokens).
+#                  act_quant_kernels = extra kernels per matmul with quantised weights: the
+#                  reference stack's CUDA/HIP back end quantises the activations to q8_1 in a
+#                  kernel of their own before each (ggml-cuda.cu ggml_cuda_op_mul_mat ->
+#                  quantize_row_q8_1_cuda). Not fitted: 1 on GPUs, 0 on Apple SoCs (Metal's
+#                  quantised mat-vec kernels read float activations) and CPUs (no launches).
 # [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
 #                  conflicts and controller efficiency differ by technology, not by vendor).
 # [architecture.*] legacy_kernel_factor: fraction of a generation's dense peak reached by GEMM
@@ -334,6 +356,8 @@ HEADER = """\
 #                  head (llama.cpp; gpt-fast repeats K/V to every query head) and keeps the
 #                  class's kv_reread; other stacks (paged attention / FlashDecoding, fused
 #                  GQA kernels) read each KV block once per group: kv_reread = 0.
+#                  act_quant = true (llama.cpp): the stack keeps the class's
+#                  act_quant_kernels; other stacks dequantise inside the matmul: 0.
 #                  stage_hop_us (llama.cpp): cost per pipeline-stage boundary per pass of its
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
@@ -366,6 +390,7 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"kernel_overhead_us = {_fmt(e.kernel_overhead_s / S_PER_US)}",
                   f"kv_read = {_fmt(e.kv_read)}",
                   f"kv_reread = {_fmt(e.kv_reread)}",
+                  f"act_quant_kernels = {_fmt(e.act_quant_kernels)}",
                   f"attention_compute = {_fmt(e.attention_compute)}",
                   f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
@@ -389,6 +414,8 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
             lines.append("native_kernels = true")
         if p.kv_per_query_head:
             lines.append("kv_per_query_head = true")
+        if p.act_quant:
+            lines.append("act_quant = true")
         lines.append(f"rows = {p.rows}")
         if p.note:
             lines.append(f"note = {_value(p.note)}")

@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
-from ..roofline import Rates, op_time_s
+from ..roofline import Rates, launches, op_time_s
 from ..units import S_PER_MS
 from .measurements import Mapped
 
@@ -33,6 +33,7 @@ class PhaseArrays:
     kernels: np.ndarray
     attention_flops: np.ndarray
     kv_reread_bytes: np.ndarray
+    quantized: np.ndarray            # 1.0 for matmuls with quantised weights, else 0.0
 
     @classmethod
     def of(cls, phase) -> "PhaseArrays":
@@ -45,10 +46,12 @@ class PhaseArrays:
                    np.array([float(r.count) for r in rows]),
                    np.array([r.flops if att and r.kind is OpKind.ATTENTION else 0.0
                              for r in rows]),
-                   np.array([r.kv_reread_bytes for r in rows]))
+                   np.array([r.kv_reread_bytes for r in rows]),
+                   np.array([1.0 if r.quantized else 0.0 for r in rows]))
 
     def time_s(self, r: Rates) -> float:
-        return float(np.sum(op_time_s(self.flops, self.mem_bytes, self.kernels, r,
+        return float(np.sum(op_time_s(self.flops, self.mem_bytes,
+                                      launches(self.kernels, self.quantized, r), r,
                                       kv_read_bytes=self.kv_read_bytes,
                                       attention_flops=self.attention_flops,
                                       kv_reread_bytes=self.kv_reread_bytes))) + r.pass_overhead_s
@@ -67,7 +70,7 @@ class RowFeatures:
         return Rates(self.peak_flops_per_s * eff.compute_at(tokens),
                      self.bandwidth_bytes_per_s * eff.memory, eff.kernel_overhead_s, None, None,
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
-                     eff.attention_compute, eff.kv_reread)
+                     eff.attention_compute, eff.kv_reread, eff.act_quant_kernels)
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload

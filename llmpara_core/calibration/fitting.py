@@ -69,6 +69,14 @@ SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
 # would have to exceed 1 on consumer GPUs (it sits at its cap of 1 already at 0.3): their L2
 # keeps most of a group's K/V. Written into each fitted [class.*] as ``kv_reread``.
 REFERENCE_KV_REREAD = 0.3
+# Extra kernels per matmul with quantised weights of the reference stack, per hardware class
+# (``Efficiency.act_quant_kernels``; the stacks that pay it: efficiency.ACT_QUANT_STACKS). Not
+# fitted, read from llama.cpp's source: its CUDA/HIP back end quantises the activations to
+# q8_1 in a kernel of their own before each quantised matrix-vector product (ggml-cuda.cu,
+# ggml_cuda_op_mul_mat -> quantize_row_q8_1_cuda); Metal's quantised mat-vec kernels read
+# float activations and the CPU back end launches nothing. Written into each fitted
+# [class.*] as ``act_quant_kernels``.
+REFERENCE_ACT_QUANT_KERNELS = {HardwareClass.CONSUMER_GPU: 1.0, HardwareClass.DATACENTER_GPU: 1.0}
 # Tried and not kept (issue 13): a dequantisation cost per weight format (extra streaming time
 # per weight for block formats -- int8/int4 weight-only, Q4_0 -- and k-quants, native
 # FP16/BF16/FP8 free). Per class on llama.cpp rows it lowered the in-sample batch-1 error (5.1
@@ -91,7 +99,7 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       kv_read=_sigmoid(x[2]),
                       attention_compute=(_sigmoid(x[4]) if fit_compute
                                          else base.attention_compute),
-                      kv_reread=base.kv_reread)
+                      kv_reread=base.kv_reread, act_quant_kernels=base.act_quant_kernels)
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
@@ -300,7 +308,8 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         if not fittable(rs):
             classes[cls], counts[cls] = _start(cls, classes, counts), 0
             continue
-        start = replace(_start(cls, classes, counts), kv_reread=REFERENCE_KV_REREAD)
+        start = replace(_start(cls, classes, counts), kv_reread=REFERENCE_KV_REREAD,
+                        act_quant_kernels=REFERENCE_ACT_QUANT_KERNELS.get(cls, 0.0))
         classes[cls] = fit_class([features(r) for r in rs], start,
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)
@@ -314,6 +323,7 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     hop = fit_stage_hop(rows)
     fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
+        act_quant=True,
         rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
         absolute={"stage_hop_s": hop} if hop else {},
         note="reference stack: the class and memory-technology values are fitted on its rows"

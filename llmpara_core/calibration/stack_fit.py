@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .efficiency import FRAMEWORKS, KV_PER_QUERY_HEAD, EfficiencyTable, FrameworkProfile
+from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, EfficiencyTable,
+                         FrameworkProfile)
 from .fastpath import PRIOR_WEIGHT, features, huber, nelder_mead, weights
 from .measurements import Mapped, metric_value, regime, timings
 
@@ -74,7 +75,8 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     kernel values borrowed from another stack: only the per-pass costs are fitted."""
     label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
     prof = FrameworkProfile(name, label, native_kernels=native,
-                            kv_per_query_head=name in KV_PER_QUERY_HEAD)
+                            kv_per_query_head=name in KV_PER_QUERY_HEAD,
+                            act_quant=name in ACT_QUANT_STACKS)
     decode = [r for r in rows if regime(r) == "batch-1"]
     other = [r for r in rows if regime(r) == "prefill"]
     batched = [r for r in rows if regime(r) == "batched" and r.devices == 1]

@@ -23,10 +23,12 @@ import numpy as np
 from ..analysis import decode_segments
 from ..errors import ConfigError
 from ..forward import forward_ops
+from ..hardware import IDEAL
 from ..memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from ..model import Model
 from ..operators import OpKind
 from ..precision import DType, Precision
+from ..roofline import launches
 from ..workload import Workload
 
 try:        # KV-read derating of the estimated roofline (absent in older cores: no derating)
@@ -117,8 +119,9 @@ def profile(model: Model, precision: Precision, workload: Workload,
     entries = [(_time_flops(o, pre_sc, att), _time_bytes(o.memory_bytes * o.count, o, o.count,
                                                          kv), 0)
                for o in pre_ops]
+    eff = efficiency or IDEAL      # kernel launches per operator (roofline.launches)
     varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv, entries,
-                                                 (dec_sc, 1.0))     # attention: prefill only
+                                                 (dec_sc, 1.0), eff)  # attention: prefill only
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
                                                 wl.flash_attention)))
@@ -130,11 +133,11 @@ def profile(model: Model, precision: Precision, workload: Workload,
     arrays = _sorted_sums(entries)
     return Profile(precision.compute_dtype, wl.batch, wl.prompt_len, wl.batch * wl.gen_len,
                    steps, hi - lo + 1, *arrays, tuple(varying),
-                   float(sum(o.count for o in pre_ops)), dec_k,
+                   float(sum(launches(o.count, o.quantized, eff) for o in pre_ops)), dec_k,
                    pre_f + share * dec_f, pre_m + share * dec_m, needed)
 
 
-def _decode_terms(model, precision, wl, lo, hi, kv, entries, scales=(1.0, 1.0)):
+def _decode_terms(model, precision, wl, lo, hi, kv, entries, scales=(1.0, 1.0), eff=IDEAL):
     """Decode operators over contexts lo..hi: context-independent ones appended to
     ``entries`` (times n steps), the others returned as affine (F_a, F_z, M_a, M_z, n);
     plus kernel launches, FLOPs and bytes summed over the steps."""
@@ -153,7 +156,7 @@ def _decode_terms(model, precision, wl, lo, hi, kv, entries, scales=(1.0, 1.0)):
                 entries.append((n * ga, n * ta, 1))
             else:
                 varying.append((ga, gz, ta, tz, n))
-            dec_k += n * c
+            dec_k += n * launches(c, oa.quantized, eff)
             dec_f += n * (fa + fz) / 2
             dec_m += n * (ma + mz) / 2
     return varying, dec_k, dec_f, dec_m

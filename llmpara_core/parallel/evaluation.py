@@ -19,7 +19,7 @@ from .collectives import Collective, CommCost, Net, collective_terms
 from .plan import (Layout, ParallelPlan, busiest_rank_experts, ranks_hit_per_token,
                             resolve_plan, shard_model)
 from ..precision import Precision
-from ..roofline import Rates, rates
+from ..roofline import Rates, launches, rates
 from ..units import BITS_PER_BYTE, MAX_SIZE, bits_to_bytes
 from ..workload import Workload
 
@@ -260,7 +260,7 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
         for r in ph.rows:
             if r.kind is OpKind.COMM:
                 continue
-            o = r.count * er.kernel_overhead_s
+            o = launches(r.count, r.quantized, er) * er.kernel_overhead_s
             rest = r.estimated_s - o
             c_est = r.compute_s * ir.flops_per_s / er.flops_per_s
             m_est = r.memory_s * ir.bytes_per_s / er.bytes_per_s

@@ -39,7 +39,7 @@ from ..parallel.collectives import Net
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import Precision
-from ..roofline import effective_memory_bytes, rates
+from ..roofline import effective_memory_bytes, launches, rates
 from ..workload import Workload
 
 # (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
@@ -125,7 +125,7 @@ class IterationCost:
             ops = _device_ops(ctx, s, b, n, c, 1)
             if names is None:
                 names = [o.name for o in ops]
-                kernels = float(sum(o.count for o in ops))
+                kernels = float(sum(launches(o.count, o.quantized, ctx.est_r) for o in ops))
             elif [o.name for o in ops] != names:
                 raise ConfigError(f"{self.model.name}: operators change with the batch mix; "
                                   f"the serving simulator cannot model it")

@@ -49,7 +49,7 @@ from ..memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from ..model import Model, count_params
 from ..operators import Operator
 from ..precision import Precision
-from ..roofline import Rates, op_time_s, rates
+from ..roofline import Rates, launches, op_time_s, rates
 from .drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa: F401
                                  VocabCheck, default_draft_slug, draft_preset_slugs,
                                  head_draft, medusa_draft,
@@ -498,7 +498,8 @@ def time_by_kind(ops: tuple[Operator, ...], r: Rates, estimated: bool = True) ->
     """Roofline time [s] of a pass grouped by operator kind (for breakdown charts)."""
     out: dict[str, float] = {}
     for o in ops:
-        t = op_time_s(o.flops * o.count, o.memory_bytes * o.count, o.count if estimated else 0,
+        t = op_time_s(o.flops * o.count, o.memory_bytes * o.count,
+                      launches(o.count, o.quantized, r) if estimated else 0,
                       r, o.comm_bytes * o.count, o.kv_read_bytes * o.count,
                       kv_reread_bytes=o.kv_reread_bytes * o.count)
         out[o.kind.value] = out.get(o.kind.value, 0.0) + t

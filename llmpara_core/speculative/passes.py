@@ -14,20 +14,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..operators import OpKind, Operator
-from ..roofline import Rates, effective_memory_bytes, op_time_s
+from ..roofline import Rates, effective_memory_bytes, launches, op_time_s
 
 _FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ, _KV_REREAD = range(7)
 
 
-def _table(ops: tuple[Operator, ...]) -> tuple[np.ndarray, float]:
+def _table(ops: tuple[Operator, ...]) -> tuple[np.ndarray, tuple[float, float]]:
     """Per-operator totals (x count) of one pass: rows FLOPs, memory bytes, communication bytes,
     weight bytes, KV bytes (read + written), KV bytes read, KV bytes re-read per query head
-    (``Operator.kv_reread_bytes``); and the number of kernel launches."""
+    (``Operator.kv_reread_bytes``); and the executions of all operators and of the matmuls
+    with quantised weights (``roofline.launches``)."""
     arr = np.array([[o.flops * o.count, o.memory_bytes * o.count, o.comm_bytes * o.count,
                      o.weight_bytes * o.count, (o.kv_read_bytes + o.kv_write_bytes) * o.count,
                      o.kv_read_bytes * o.count, o.kv_reread_bytes * o.count]
                     for o in ops], float).reshape(-1, 7).T
-    return arr, float(sum(o.count for o in ops))
+    return arr, (float(sum(o.count for o in ops)),
+                 float(sum(o.count for o in ops if o.quantized)))
 
 
 class _Pass:
@@ -43,12 +45,12 @@ class _Pass:
         if window is not None:
             bps.update({window, window + s - 1})
         self.bps = sorted(b for b in bps if b >= s)
-        self._cache: dict[int, tuple[np.ndarray, float]] = {}
+        self._cache: dict[int, tuple[np.ndarray, tuple[float, float]]] = {}
 
     def ops(self, c: int) -> tuple[Operator, ...]:
         return self._build(max(int(c), self.s))
 
-    def table(self, c: int) -> tuple[np.ndarray, float]:
+    def table(self, c: int) -> tuple[np.ndarray, tuple[float, float]]:
         c = max(int(c), self.s)
         if c not in self._cache:
             self._cache[c] = _table(self._build(c))
@@ -138,7 +140,7 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
             v1s.append(_at(ta, tz, a, z, c_first + j1 * dc))
             ms.append(j1 - j0 + 1)
             ws.append(w)
-            kerns.append(kern)
+            kerns.append(kern[0] + r.act_quant_kernels * kern[1])
     out = _Sum()
     if not ms:
         return out
@@ -162,7 +164,8 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
 
 def _pass_time_s(ops: tuple[Operator, ...], r: Rates, estimated: bool) -> float:
     return sum(op_time_s(o.flops * o.count, o.memory_bytes * o.count,
-                         o.count if estimated else 0, r, o.comm_bytes * o.count,
+                         launches(o.count, o.quantized, r) if estimated else 0, r,
+                         o.comm_bytes * o.count,
                          o.kv_read_bytes * o.count,
                          o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0,
                          o.kv_reread_bytes * o.count) for o in ops)

@@ -84,7 +84,7 @@ from ..hardware import Efficiency, Hardware, MemoryTier
 from ..model import Model
 from ..operators import OpKind, Operator
 from ..precision import Precision
-from ..roofline import kv_read_factor, rates
+from ..roofline import kv_read_factor, launches, rates
 from .placement import (  # noqa: F401  (re-exported: the placement half of the model)
     CATEGORIES, CATEGORY_RANK, DEFAULT_PREFILL_CHUNK, MIGRATION_BITS, OVERLAPS, STRATEGIES,
     WEIGHT_CATEGORIES, Item, Placement, _decode_range, _touched, build_items,
@@ -344,7 +344,8 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
             for key, r, bw, kx, slot in (("ideal", ri, bwi, kxi, 6), ("est", re_, bwe, kxe, 7)):
                 u0, u1 = fa / r.flops_per_s, fz / r.flops_per_s
                 v0, v1 = _mem_s(pa, bw, kx), _mem_s(pz, bw, kx)
-                ovh = oa.count * r.kernel_overhead_s if key == "est" else 0.0
+                ovh = (launches(oa.count, oa.quantized, r) * r.kernel_overhead_s
+                       if key == "est" else 0.0)
                 t_op = _sum_max_affine(u0, u1, v0, v1, n) + n * (latency + ovh)
                 row[slot] += t_op
                 tot[key] += t_op
@@ -366,7 +367,7 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
             sums["kv_r"] += mean(pa[5], pz[5])
             sums["flops"] += mean(fa, fz)
             sums["lat"] += n * latency
-            sums["ovh"] += n * oa.count * re_.kernel_overhead_s
+            sums["ovh"] += n * launches(oa.count, oa.quantized, re_) * re_.kernel_overhead_s
         for key in ("ideal", "est"):
             step_u[key].append((*seg[key], n))
     if overlap == "step":
@@ -440,8 +441,8 @@ def _prefill_time(model, precision, wl, idx, lat, prefetch, rate_sets, nt, overl
             touched = tb > 0 if not prefetch else dep
             c = o.flops * o.count * _attention_factor(o, r) / r.flops_per_s
             m = float((tb / bw).sum() + (kv_r * kx).sum())
-            k = _latency(lat, touched) * o.count + (o.count * r.kernel_overhead_s
-                                                          if est else 0.0)
+            k = _latency(lat, touched) * o.count + (launches(o.count, o.quantized, r)
+                                                          * r.kernel_overhead_s if est else 0.0)
             total += max(c, m) + k
             comp += c
             mem += m

@@ -75,13 +75,15 @@ def test_same_launches_on_the_other_timing_paths():
 
 def test_stacks_that_pay_it():
     """llama.cpp keeps its class's value (1 on GPUs, 0 on Apple SoCs); stacks with fused
-    weight-only kernels pay none."""
+    weight-only kernels pay none unless their rows fitted a value (gpt-fast: rows with native
+    and quantised weights)."""
     gpu, soc = load_hardware("nvidia-rtx-4090"), load_hardware("apple-m2-ultra")
     assert efficiency_for(gpu, "llama.cpp").act_quant_kernels == 1
     assert efficiency_for(gpu).act_quant_kernels == 1          # generic = the reference stack
     assert efficiency_for(soc, "llama.cpp").act_quant_kernels == 0
-    for fw in ("gpt-fast", "exllamav2", "mlc", "vllm", "tensorrt-llm"):
+    for fw in ("exllamav2", "vllm", "sglang", "tensorrt-llm"):
         assert efficiency_for(gpu, fw).act_quant_kernels == 0, fw
+    assert 0 < efficiency_for(gpu, "gpt-fast").act_quant_kernels <= 8
 
 
 def test_shipped_table_states_it_per_class():
@@ -132,3 +134,37 @@ def test_design_space_profile_counts_them():
     n = sum(o.count for o in forward_ops(model, Q4, 2, 1, 64) if o.quantized)
     assert p1.dec_kernels - p0.dec_kernels == pytest.approx(n * p0.steps, rel=1e-9)
     assert p1.pre_kernels - p0.pre_kernels == pytest.approx(n, rel=1e-9)
+
+
+def test_a_stack_with_quantised_and_native_rows_fits_its_own_value():
+    """gpt-fast's single-device rows (BF16, int8 and int4 weight-only) remade by the core with a
+    known per-quantised-matmul cost are fitted back; the shipped table carries gpt-fast's own
+    fitted value."""
+    from llmpara_core.calibration import measurements as validation
+    from llmpara_core.calibration.efficiency import FrameworkProfile
+    from llmpara_core.calibration.fastpath import features
+    from llmpara_core.calibration.stack_fit import fit_framework
+    rows, skipped = validation.read_shipped()
+    mapped, _ = validation.map_all(rows, skipped)
+    gf = [r for r in mapped if r.framework == "gpt-fast" and r.devices == 1
+          and validation.regime(r) == "batch-1"]
+    assert any(r.precision.weight_ffn_bits < 16 for r in gf)
+    assert any(r.precision.weight_ffn_bits >= 16 for r in gf)
+    table = calibration.default_table()
+    truth = FrameworkProfile("gpt-fast", "gpt-fast", memory_scale=1.3, kv_per_query_head=True,
+                             absolute={"act_quant_kernels": 2.0})
+    t = replace(table, frameworks={**table.frameworks, "gpt-fast": truth})
+    made = [replace(r, measurement=replace(r.measurement, value=features(r).predict(
+        t.efficiency_for(r.hardware, "gpt-fast")))) for r in gf]
+    got = fit_framework("gpt-fast", made, table)
+    # the per-kernel scale and the launches per quantised matmul trade against each other a
+    # little on eight rows; their product (the cost per quantised matmul) is what is pinned
+    assert got.absolute["act_quant_kernels"] * got.overhead_scale == pytest.approx(2.0, rel=0.1)
+    assert got.memory_scale == pytest.approx(1.3, rel=0.02)
+    t2 = replace(table, frameworks={**table.frameworks, "gpt-fast": got})
+    for r in made:
+        assert features(r).predict(t2.efficiency_for(r.hardware, "gpt-fast")) == pytest.approx(
+            r.measurement.value, rel=0.01)
+    shipped = calibration.default_table().profile("gpt-fast").absolute
+    assert 0 < shipped["act_quant_kernels"] <= 8
+    assert "act_quant_kernels" not in calibration.default_table().profile("llama.cpp").absolute

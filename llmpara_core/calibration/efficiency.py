@@ -30,6 +30,8 @@ stacks the fit never saw through their TOML fields:
 * ``act_quant_kernels`` -- launches added before each matmul with quantised weights by stacks
   that quantise the activations in a kernel of their own (``act_quant``: llama.cpp's CUDA/HIP
   back end, q8_1); cited, not fitted: 1 per GPU class for the reference stack, 0 elsewhere.
+  A stack measured with both quantised and native weights gets its own value, fitted on its
+  batch-1 rows (the fixed cost per quantised matmul of its weight-only path, in launches).
 
 The reference stack (llama.cpp, measured on every class) gives the class and memory-technology
 values; stack profiles (``[framework.*]``) scale or replace them. Values:
@@ -103,7 +105,8 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "kernel_overhead_us": ("kernel_overhead_s", S_PER_US),
                  "step_overhead_us": ("step_overhead_s", S_PER_US),
                  "seq_overhead_us": ("seq_overhead_s", S_PER_US),
-                 "stage_hop_us": ("stage_hop_s", S_PER_US)}
+                 "stage_hop_us": ("stage_hop_s", S_PER_US),
+                 "act_quant_kernels": ("act_quant_kernels", 1.0)}
 
 
 @dataclass(frozen=True)
@@ -357,7 +360,11 @@ HEADER = """\
 #                  class's kv_reread; other stacks (paged attention / FlashDecoding, fused
 #                  GQA kernels) read each KV block once per group: kv_reread = 0.
 #                  act_quant = true (llama.cpp): the stack keeps the class's
-#                  act_quant_kernels; other stacks dequantise inside the matmul: 0.
+#                  act_quant_kernels; other stacks dequantise inside the matmul: 0, unless
+#                  their batch-1 rows include both quantised and native weights, which pin
+#                  their own act_quant_kernels (fitted: the fixed cost per quantised matmul of
+#                  the stack's weight-only path in launches -- gpt-fast's int8/int4 rows put
+#                  it per matmul, not per byte: it does not shrink with tensor parallelism).
 #                  stage_hop_us (llama.cpp): cost per pipeline-stage boundary per pass of its
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time

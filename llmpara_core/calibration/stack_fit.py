@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..hardware import MAX_ACT_QUANT_KERNELS
 from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, EfficiencyTable,
                          FrameworkProfile)
 from .fastpath import PRIOR_WEIGHT, features, huber, nelder_mead, weights
@@ -69,8 +70,9 @@ def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
 
 def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
                   kernels: dict | None = None) -> FrameworkProfile:
-    """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows,
-    compute scale on its prefill/TTFT rows, and its batched-regime values on its
+    """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows (and
+    its ``act_quant_kernels`` where they mix quantised and native weights), compute scale on
+    its prefill/TTFT rows, and its batched-regime values on its
     single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
     kernel values borrowed from another stack: only the per-pass costs are fitted."""
     label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
@@ -84,15 +86,24 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     if len(decode) >= MIN_FRAMEWORK_ROWS:
         # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale
         two = len(decode) >= 2 * MIN_FRAMEWORK_ROWS
+        # rows with and without quantised weights also pin the stack's fixed cost per
+        # quantised matmul, in launches (stacks in ACT_QUANT_STACKS keep their cited count)
+        quant = sum(r.precision.weight_ffn_bits < 16 for r in decode)
+        aq = name not in ACT_QUANT_STACKS and quant >= 1 and len(decode) - quant >= 1
+        n = 1 + two + aq
 
-        def scales(x) -> dict:
-            return {"memory_scale": math.exp(x[0]),
-                    "overhead_scale": math.exp(x[1]) if two else 1.0}
+        def scales(x) -> tuple[dict, dict]:
+            s = {"memory_scale": math.exp(x[0]),
+                 "overhead_scale": math.exp(x[1]) if two else 1.0}
+            return s, ({"act_quant_kernels": min(MAX_ACT_QUANT_KERNELS, math.exp(x[n - 1]))}
+                       if aq else {})
 
         def effs(x):
-            t = _with(table, replace(prof, **scales(x)))
+            s, a = scales(x)
+            t = _with(table, replace(prof, **s, absolute={**prof.absolute, **a}))
             return [t.efficiency_for(r.hardware, name) for r in decode]
-        prof = replace(prof, **scales(_fit(decode, effs, np.zeros(2 if two else 1), 60)))
+        s, a = scales(_fit(decode, effs, np.zeros(n), 60 * n))
+        prof = replace(prof, **s, absolute={**prof.absolute, **a})
         used += len(decode)
     if len(other) >= MIN_FRAMEWORK_ROWS:
         def effs(x):

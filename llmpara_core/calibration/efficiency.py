@@ -63,6 +63,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "llama.cpp": ("llama.cpp", ("llama.cpp", "llamacpp", "ggml", "ollama")),
     "gpt-fast": ("gpt-fast (PyTorch compile)", ("gpt-fast", "gptfast")),
     "vllm-legacy": ("vLLM < 0.6 (per-step CPU scheduling)", ("vllm:v0.4", "vllm:v0.5",
+                                                            "vllm v0.2", "vllm v0.3",
                                                             "vllm v0.4", "vllm v0.5")),
     "vllm": ("vLLM", ("vllm",)),
     "sglang": ("SGLang", ("sglang",)),

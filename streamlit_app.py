@@ -16,8 +16,8 @@ from pathlib import Path
 import streamlit as st
 
 from ui.guard import run_page
-from ui.scenario import (open_warning_slot, render_link_warnings, render_share_link,
-                         render_sidebar)
+from ui.scenario import open_warning_slot, render_link_warnings
+from ui.sidebar import render_share_link, render_sidebar
 
 # (section, file, title, icon). The first page is the default one.
 PAGES = [

@@ -14,9 +14,9 @@ from ui.compute import preset_hardware, preset_model, report
 from ui.format import escape_md
 from ui.links import show_value
 from ui.scenario import (add_warning, apply_overrides, get_scenario, hardware_label,
-                         hardware_options, model_label, model_options, preset_name,
-                         register_link_param, url_toggle)
+                         hardware_options, model_label, model_options, preset_name)
 from ui.tables import download_csv, download_json
+from ui.url_widgets import register_link_param, url_toggle
 
 ROWS = "_cmp_rows"
 MAX_ROWS = 12

@@ -21,11 +21,12 @@ from llmpara_core.presets import load_hardware
 from ui.format import escape_md, sig
 from ui.links import OVERRIDES
 from ui.opened_design import OPENED
-from ui.scenario import (add_warning, chart_config, get_scenario, hardware_label,
-                         hardware_options, preset_name, register_link_param, url_multiselect,
-                         url_number, url_segmented, url_selectbox, url_toggle)
+from ui.scenario import (add_warning, chart_config, get_scenario, hardware_label, hardware_options,
+                         preset_name)
 from ui.shared_results import shared
 from ui.tables import download_csv, download_json
+from ui.url_widgets import (register_link_param, url_multiselect, url_number, url_segmented,
+                            url_selectbox, url_toggle)
 
 PRESET_BASE = "preset"
 METHODS = {"Grid": "grid", "Random": "random", "Latin hypercube": "lhs", "NSGA-II": "nsga"}

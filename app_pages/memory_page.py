@@ -10,9 +10,9 @@ from ui.compute import kv_growth
 from ui.page import page_report
 from llmpara_core.memory import WINDOW_LIMIT
 from ui.diagnosis import fit_warning
-from ui.format import escape_md, fmt_bytes, fmt_gib, fmt_int, fmt_pct
-from ui.scenario import url_number, url_segmented
+from ui.format import fmt_bytes, fmt_gib, fmt_int, fmt_pct
 from ui.tables import download_csv, has_multiple_groups
+from ui.url_widgets import url_number, url_segmented
 
 scn, rep = page_report("Memory")
 

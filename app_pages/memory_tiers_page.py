@@ -26,9 +26,10 @@ from llmpara_core.units import BYTES_PER_GB, BYTES_PER_MB, J_PER_PJ, S_PER_MS, S
 from llmpara_core.workload import Workload
 from ui import tier_charts
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_pct, fmt_rate, fmt_time, sig
-from ui.scenario import (add_warning, chart_config, get_scenario, register_link_param,
-                         url_number, url_segmented, url_selectbox, url_toggle)
+from ui.scenario import add_warning, chart_config, get_scenario
 from ui.tables import download_csv, download_json
+from ui.url_widgets import (register_link_param, url_number, url_segmented, url_selectbox,
+                            url_toggle)
 
 SIDEBAR = "sidebar"
 DEFAULT_TIERED = "cambricon-llm-chiplet"

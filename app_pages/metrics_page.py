@@ -24,8 +24,8 @@ from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ
 from ui.format import escape_md, fmt_time, sig
 from ui.tables import csv_bytes
 from ui.page_inputs import optional_number, optional_value, reset_button
-from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
-                         url_toggle, with_framework)
+from ui.scenario import chart_config, get_scenario, with_framework
+from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "energy_measurements.csv"

@@ -6,11 +6,11 @@ import streamlit as st
 from llmpara_core.operators import OpKind
 from ui import charts
 from ui.page import page_report
-from ui.scenario import url_multiselect, url_segmented, url_toggle
 from ui.format import escape_md
 from ui.tables import (category_frame, download_csv, download_json, operator_columns,
                        operator_notes, operators_frame, raw_operators_frame, report_json,
                        styled_operators)
+from ui.url_widgets import url_multiselect, url_segmented, url_toggle
 
 scn, rep = page_report("Operators", " · prefill = one pass over the prompt; decode = mean per "
            "decode step over the generation")

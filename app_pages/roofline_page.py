@@ -8,8 +8,9 @@ from llmpara_core.errors import ConfigError
 from ui import charts
 from ui.compute import decode_crossover, preset_hardware, report
 from ui.format import escape_md, fmt_flops_per_s, fmt_int, fmt_pct, sig
-from ui.scenario import get_scenario, hardware_label, hardware_options, url_segmented, url_selectbox
+from ui.scenario import get_scenario, hardware_label, hardware_options
 from ui.tables import download_csv, download_json, report_json
+from ui.url_widgets import url_segmented, url_selectbox
 
 SIDEBAR = "sidebar"
 CROSSOVER_LIMIT = 1 << 16

@@ -19,9 +19,9 @@ from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from ui.format import escape_md, fmt_int, fmt_time, sig
 from ui.shared_results import shared
-from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
-                         url_toggle)
+from ui.scenario import chart_config, get_scenario
 from ui.tables import download_csv, download_json
+from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 SIDEBAR = "sidebar"
 VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")

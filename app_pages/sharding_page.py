@@ -22,9 +22,9 @@ from llmpara_core.units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from llmpara_core.workload import Workload
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
 from ui.page_inputs import optional_number, optional_value, reset_button
-from ui.scenario import (chart_config, get_scenario, url_number, url_segmented, url_selectbox,
-                         url_toggle)
+from ui.scenario import chart_config, get_scenario
 from ui.tables import download_csv, download_json
+from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 SIDEBAR = "sidebar"
 PRESET_TOPOLOGY = "preset"

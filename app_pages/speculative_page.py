@@ -23,10 +23,10 @@ from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from ui import links
 from ui.format import escape_md, fmt_gb, fmt_pct, fmt_rate, fmt_time, sig
-from ui.scenario import (chart_config, get_scenario, hardware_label, hardware_options,
-                         model_label, model_options, register_link_param, url_number,
-                         url_segmented, url_selectbox)
+from ui.scenario import (chart_config, get_scenario, hardware_label, hardware_options, model_label,
+                         model_options)
 from ui.tables import download_csv, download_json
+from ui.url_widgets import register_link_param, url_number, url_segmented, url_selectbox
 
 HEADS = {"eagle": "Self-drafting head · EAGLE-style", "mtp": "Self-drafting head · DeepSeek MTP",
          "medusa": "Self-drafting head · Medusa", "ngram": "No network · n-gram lookup"}

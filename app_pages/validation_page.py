@@ -14,8 +14,9 @@ from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.units import S_PER_US
 from ui.format import escape_md, fmt_pct, sig
-from ui.scenario import (chart_config, try_scenario, url_number, url_segmented, url_toggle)
+from ui.scenario import chart_config, try_scenario
 from ui.tables import download_csv, download_json
+from ui.url_widgets import url_number, url_segmented, url_toggle
 from ui import validation_data
 from ui.validation_charts import error_explorer, scatter
 

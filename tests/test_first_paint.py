@@ -1,9 +1,9 @@
-"""The sidebar's number boxes, and a page's own URL-bound number boxes (``ui.scenario.url_number``),
+"""The sidebar's number boxes, and a page's own URL-bound number boxes (``ui.url_widgets.url_number``),
 paint a shared link's values from their very first paint (issue 16: under load a linked session
 showed Batch 1 although it held batch=N).
 
 Streamlit's number box first paints the element's default and applies a value set through
-``st.session_state`` one render later; ``ui.scenario._number_box`` gives the session's value as
+``st.session_state`` one render later; ``ui.sidebar._number_box`` gives the session's value as
 the default (and ``url_number`` gives the link's value). A MutationObserver installed before the
 page loads records the first value each box ever shows, so the check does not depend on timing. Real headless Chromium against
 `streamlit run` (skipped without Chromium).
@@ -83,7 +83,7 @@ FIRST_SHOWN = {"Batch": "7", "Prompt": "4096", "Generate": "100", "KV bits": "8"
                "Layers": "12", "Memory bandwidth (GB/s)": "1234"}
 
 
-# The Sharding page's own boxes (ui.scenario.url_number), none at its default.
+# The Sharding page's own boxes (ui.url_widgets.url_number), none at its default.
 PAGE_LINK = {"model": "llama-3-8b", "batch": "4", "sh_tp": "2", "sh_pp": "2", "sh_dp": "2",
              "sh_mb": "3", "sh_overlap": "0.5"}
 PAGE_FIRST_SHOWN = {"TP": "2", "PP": "2", "DP": "2", "Microbatches": "3", "Comm. overlap": "0.50"}

@@ -8,7 +8,8 @@ from typing import Sequence
 import streamlit as st
 
 from . import links
-from .scenario import add_warning, register_link_param, write_url
+from .scenario import add_warning
+from .url_widgets import register_link_param, write_url
 
 _OPTIONAL = "_optional_number_values"   # last value per key (None = emptied by the user)
 

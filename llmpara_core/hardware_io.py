@@ -390,8 +390,9 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         _put(eff, "kv_read", hw.efficiency.kv_read)
         if hw.efficiency.stage_hop_s:
             _put(eff, "stage_hop_us", hw.efficiency.stage_hop_s, S_PER_US)
-        if hw.efficiency.act_quant_kernels != CLASS_DEFAULTS[hw.hw_class].efficiency.act_quant_kernels:
-            _put(eff, "act_quant_kernels", hw.efficiency.act_quant_kernels)
+        aq = hw.efficiency.act_quant_kernels       # written only where it is not the class's
+        if aq != CLASS_DEFAULTS[hw.hw_class].efficiency.act_quant_kernels:
+            _put(eff, "act_quant_kernels", aq)
         out["efficiency"] = eff
     if hw.memory_tiers:
         tiers = []

@@ -16,7 +16,7 @@ from llmpara_core.export import _plain
 from llmpara_core.hardware import Hardware, Topology
 from llmpara_core.model import Model
 from llmpara_core.parallel.plan import MAX_DEGREE
-from llmpara_core.precision import Precision
+from llmpara_core.precision import DType, Precision
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from llmpara_core.workload import Workload
@@ -36,6 +36,12 @@ PART_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "kernel launches": "#8
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
+def device_specs(h) -> tuple:
+    """What tells one device from another here: bandwidth, capacity and 16-bit peak."""
+    return (h.memory_bandwidth_bytes_per_s, h.memory_capacity_bytes,
+            h.peak_flops_per_s_raw(DType.FP16))
+
+
 def cluster_slugs() -> list[str]:
     """Hardware presets with an [interconnect] section."""
     return [i.slug for i in list_presets("hardware") if load_hardware(i.slug).interconnect]
@@ -152,6 +158,9 @@ ic = hw.interconnect
 with c2:
     if choice == SIDEBAR:
         st.caption(f"Sidebar hardware: {escape_md(hw.name)}")
+    elif device_specs(hw) != device_specs(scn.hardware):
+        st.caption(f"The cluster's devices ({escape_md(hw.name)}) replace the sidebar's "
+                   f"{escape_md(scn.hardware.name)} on this page.")
     if ic is None:
         st.warning(f"{escape_md(hw.name)} has no interconnect: only data parallelism (separate "
                    "replicas) is possible. Pick a cluster preset for TP, PP or EP.")

@@ -54,6 +54,17 @@ def test_every_view_renders_clean_on_every_cluster(hw):
         assert at.dataframe, view
 
 
+def test_a_cluster_preset_says_it_replaces_the_sidebar_device():
+    at = _page(hardware="nvidia-a100-sxm-80gb", model="llama-3.1-8b",
+               sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)")
+    _clean(at, "Per device")
+    caption = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "replace the sidebar's NVIDIA A100 SXM4 80GB" in caption
+    same = _page(hardware="nvidia-h100-sxm", model="llama-3.1-8b",
+                 sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)")
+    assert not any("replace the sidebar" in c.value for c in same.caption)
+
+
 def test_single_device_preset_allows_dp_only():
     at = _page(hardware="nvidia-h100-sxm", model="llama-3.1-8b", sh_cluster="Sidebar hardware",
                sh_dp="2", batch="4")

@@ -151,13 +151,18 @@ def test_an_edit_sticks_across_later_reruns(page):
     assert "batch=5" in page.url and "prompt=512" in page.url
 
 
+def _first_shown(page, record: str, expected: dict) -> dict:
+    """The first value the recorder ``window.<record>`` saw for each of ``expected``'s labels.
+    Under load a page's columns can reach the DOM after the script went idle; the recorder
+    keeps each element's first value whenever it comes, so wait for all of them."""
+    page.wait_for_function(f"names => names.every(n => n in window.{record})",
+                           arg=list(expected), timeout=90_000)
+    first = page.evaluate(f"window.{record}")
+    return {k: first.get(k) for k in expected}
+
+
 def test_page_local_boxes_show_the_link_from_the_first_paint(sharding):
-    # Under load the page's columns can reach the DOM after the script went idle; the
-    # recorder keeps each box's first value whenever it comes.
-    sharding.wait_for_function("names => names.every(n => n in window.__firstMain)",
-                               arg=list(PAGE_FIRST_SHOWN), timeout=90_000)
-    first = sharding.evaluate("window.__firstMain")
-    assert {k: first.get(k) for k in PAGE_FIRST_SHOWN} == PAGE_FIRST_SHOWN
+    assert _first_shown(sharding, "__firstMain", PAGE_FIRST_SHOWN) == PAGE_FIRST_SHOWN
 
 
 def test_a_page_local_edit_sticks_across_later_reruns(sharding):
@@ -193,10 +198,7 @@ def optional(server):
 
 
 def test_optional_boxes_and_choices_show_the_link_from_the_first_paint(optional):
-    optional.wait_for_function("names => names.every(n => n in window.__firstStates)",
-                               arg=list(OPTIONAL_FIRST_SHOWN), timeout=90_000)
-    first = optional.evaluate("window.__firstStates")
-    assert {k: first.get(k) for k in OPTIONAL_FIRST_SHOWN} == OPTIONAL_FIRST_SHOWN
+    assert _first_shown(optional, "__firstStates", OPTIONAL_FIRST_SHOWN) == OPTIONAL_FIRST_SHOWN
 
 
 def test_a_linked_optional_box_can_be_cleared_and_stays_clear(optional):

@@ -106,14 +106,23 @@ def _hardware_file_section() -> None:
         text = st.text_area("…or edit / paste one (format: README)", key="_hw_text", height=160)
         if st.form_submit_button("Use this hardware"):
             _use_hardware_file(text.encode("utf-8"), "pasted hardware")
-    err = ss.get("_custom_hw_error")
-    if err:
-        st.error(f"Hardware file rejected: {escape_md(err)}")
-    if ss.get(_CUSTOM_HW) is None:
-        st.info("No hardware file loaded yet; the preset "
-                f"'{escape_md(hardware_label(ss['hardware']))}' is used.")
-    else:
+    if _source_status("_custom_hw_error", "Hardware file", _CUSTOM_HW, "hardware file",
+                      hardware_label(ss["hardware"])):
         st.caption(f"Using **{escape_md(ss[_CUSTOM_HW].name)}** from the file.")
+
+
+def _source_status(error_key: str, what: str, loaded_key: str, noun: str,
+                   preset: str) -> bool:
+    """Under an upload/paste form: the last rejection (``error_key``) as an error, and while
+    nothing is loaded (``loaded_key``) which preset is used instead. True if one is loaded."""
+    ss = st.session_state
+    err = ss.get(error_key)
+    if err:
+        st.error(f"{what} rejected: {escape_md(err)}")
+    if ss.get(loaded_key) is None:
+        st.info(f"No {noun} loaded yet; the preset '{escape_md(preset)}' is used.")
+        return False
+    return True
 
 
 def _model_section() -> None:
@@ -135,12 +144,8 @@ def _model_section() -> None:
         name = st.text_input("Name", key="_config_name", placeholder="my-model")
         if st.form_submit_button("Use pasted config"):
             _use_config(text.encode("utf-8"), name.strip() or "pasted model")
-    err = ss.get("_custom_model_error")
-    if err:
-        st.error(f"config.json rejected: {escape_md(err)}")
-    if ss.get(_CUSTOM) is None:
-        st.info("No config loaded yet; the preset "
-                f"'{escape_md(model_label(ss['model']))}' is used.")
+    _source_status("_custom_model_error", "config.json", _CUSTOM, "config",
+                   model_label(ss["model"]))
 
 
 def _number_box(where, label: str, key: str, lo, hi, **kwargs):

@@ -35,8 +35,7 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
     spec = batch_sweeps.regime_rows() if source != "Uploaded" else []
     return {"predictions": [vs.prediction_row(p) for p in preds],
             "groups": [vs.group_row(g) for g in summary.groups] + spec,
-            "worst": [vs.prediction_row(w.prediction) | {"why": "; ".join(w.reasons),
-                                                          "reasons": list(w.reasons)}
+            "worst": [vs.prediction_row(w.prediction) | {"reasons": list(w.reasons)}
                       for w in summary.worst],
             "skipped": [vs.skipped_row(s) for s in summary.skipped],
             "summary": vs.summary_dict(summary) | {"refit": refit},

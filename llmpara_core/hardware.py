@@ -101,7 +101,11 @@ class Efficiency:
     execution of a matmul whose weights are quantised (``Operator.quantized``): llama.cpp's
     CUDA/HIP back end quantises the activations to q8_1 in a kernel of their own before each
     quantised matrix-vector product (1 there; 0 where the kernels read the activations as
-    they are: Metal, CPU, and the fused weight-only kernels of the other stacks)."""
+    they are: Metal, CPU, and the fused weight-only kernels of the other stacks).
+    ``spec_host_seq_s`` is host work per sequence per pass that the stack hides behind the GPU
+    in plain decoding (an overlap scheduler prepares pass i + 1 while pass i runs) but pays
+    serially when it speculates, because its speculative modes switch that overlap off: it is
+    added to every draft + verify iteration of speculative decoding, not to plain decoding."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -113,6 +117,7 @@ class Efficiency:
     kv_reread: float = 0.0
     stage_hop_s: float = 0.0
     act_quant_kernels: float = 0.0
+    spec_host_seq_s: float = 0.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -128,6 +133,7 @@ class Efficiency:
         require_float("efficiency.kv_reread", self.kv_reread, lo=0, hi=1)
         require_float("efficiency.act_quant_kernels", self.act_quant_kernels, lo=0,
                       hi=MAX_ACT_QUANT_KERNELS)
+        require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =

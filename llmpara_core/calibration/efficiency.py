@@ -32,6 +32,8 @@ stacks the fit never saw through their TOML fields:
   back end, q8_1); cited, not fitted: 1 per GPU class for the reference stack, 0 elsewhere.
   A stack measured with both quantised and native weights gets its own value, fitted on its
   batch-1 rows (the fixed cost per quantised matmul of its weight-only path, in launches).
+* ``spec_host_seq_s`` -- host work per sequence per pass that a stack's overlap scheduler hides
+  in plain decoding but its speculative modes pay serially (``SPEC_HOST_SEQ_S``; cited).
 
 The reference stack (llama.cpp, measured on every class) gives the class and memory-technology
 values; stack profiles (``[framework.*]``) scale or replace them. Values:
@@ -97,6 +99,26 @@ KV_PER_QUERY_HEAD = ("llama.cpp", "gpt-fast")
 # vLLM/TensorRT-LLM) dequantise the weights inside the matmul and read the activations as
 # they are: act_quant_kernels = 0.
 ACT_QUANT_STACKS = ("llama.cpp",)
+# Host work per sequence per pass that a stack's overlap scheduler hides behind the GPU in plain
+# decoding and that its speculative modes pay serially (``Efficiency.spec_host_seq_s``). Cited,
+# not fitted: the one published batch sweep fits alpha on its smallest batch, and two rows
+# cannot pin a cost as well. TensorRT-LLM switches its overlap scheduler off for speculative
+# decoding (C++ runtime: github NVIDIA/TensorRT-LLM PR #3625, "Disable overlap for speculative
+# decoding"; PyTorch executor: PR #6676 disables it for speculation modes that do not support
+# it; the n-gram sweep's own source, NVIDIA/TensorRT-LLM @0b88109 docs/source/blogs/tech_blog/
+# blog_7_NGram_performance_Analysis_And_Auto_Enablement.md, "Feature Gaps": N-Gram "is not
+# compatible with overlap scheduler", its drafter's pool being a host-side dictionary), and
+# its PyTorch executor's host step takes 45.11 ms per iteration with up to 1,536
+# requests per rank (PR #10273: GB200, GPT-OSS-120B, attention-DP 2, concurrency 3,072) ->
+# 45.11 ms / 1,536 = 29.4 us per request (a lower bound on the per-request share: the rank's
+# batch is taken as full, and the per-iteration part is not separated). Other stacks: 0 (no
+# published figure; vLLM and SGLang overlap or not depending on version and method).
+SPEC_HOST_SEQ_S = {"tensorrt-llm": 29.4e-6}
+
+
+def cited_absolute(name: str) -> dict:
+    """The absolute values stack ``name`` takes from cited sources, not fits."""
+    return {"spec_host_seq_s": SPEC_HOST_SEQ_S[name]} if name in SPEC_HOST_SEQ_S else {}
 SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
 # Absolute per-stack values (None = the reference stack's): TOML key -> (Efficiency field,
 # factor from the TOML unit to SI).
@@ -107,7 +129,8 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "step_overhead_us": ("step_overhead_s", S_PER_US),
                  "seq_overhead_us": ("seq_overhead_s", S_PER_US),
                  "stage_hop_us": ("stage_hop_s", S_PER_US),
-                 "act_quant_kernels": ("act_quant_kernels", 1.0)}
+                 "act_quant_kernels": ("act_quant_kernels", 1.0),
+                 "spec_host_seq_us": ("spec_host_seq_s", S_PER_US)}
 
 
 @dataclass(frozen=True)
@@ -185,7 +208,7 @@ class EfficiencyTable:
         name = resolve_framework(framework)
         return self.frameworks.get(name) or FrameworkProfile(
             name, FRAMEWORKS[name][0], kv_per_query_head=name in KV_PER_QUERY_HEAD,
-            act_quant=name in ACT_QUANT_STACKS)
+            act_quant=name in ACT_QUANT_STACKS, absolute=cited_absolute(name))
 
 
 def memory_type_of(hardware: Hardware) -> str | None:
@@ -370,6 +393,13 @@ HEADER = """\
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
 #                  vs number of GPUs (fitting.fit_stage_hop).
+#                  spec_host_seq_us (tensorrt-llm): host work per sequence per pass that the
+#                  overlap scheduler hides in plain decoding but speculative decoding, which
+#                  switches the overlap off, pays serially: added to each draft + verify
+#                  iteration only. Not fitted: 45.11 ms host step per iteration at 1,536
+#                  requests per rank (github NVIDIA/TensorRT-LLM PR #10273) -> 29.4 us; the
+#                  overlap is off for speculation per PRs #3625 and #6676
+#                  (efficiency.SPEC_HOST_SEQ_S).
 # Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
 # device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
 # the same chip together) and refits without it -- a class or technology left with too few

@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..hardware import MAX_ACT_QUANT_KERNELS
-from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, EfficiencyTable,
-                         FrameworkProfile)
+from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, cited_absolute,
+                         EfficiencyTable, FrameworkProfile)
 from .fastpath import PRIOR_WEIGHT, features, huber, nelder_mead, weights
 from .measurements import Mapped, metric_value, regime, timings
 
@@ -78,7 +78,7 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
     prof = FrameworkProfile(name, label, native_kernels=native,
                             kv_per_query_head=name in KV_PER_QUERY_HEAD,
-                            act_quant=name in ACT_QUANT_STACKS)
+                            act_quant=name in ACT_QUANT_STACKS, absolute=cited_absolute(name))
     decode = [r for r in rows if regime(r) == "batch-1"]
     other = [r for r in rows if regime(r) == "prefill"]
     batched = [r for r in rows if regime(r) == "batched" and r.devices == 1]
@@ -177,7 +177,7 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
         x0 = np.array([math.log(v) for _, v, _, _ in TP_FIT_FIELDS])
         x = nelder_mead(loss, x0, step=0.5, iters=120, tol=1e-9)
         out[name] = FrameworkProfile(name, FRAMEWORKS[name][0], rows=len(rows),
-                                     absolute=unpack(x),
+                                     absolute={**cited_absolute(name), **unpack(x)},
                                      note="fitted on the tensor-parallel series "
                                           "(tp_measurements): end-to-end tokens/s")
     return out
@@ -190,7 +190,8 @@ def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],
     d = fws.get(donor)
     kernels = {k: v for k, v in (d.absolute if d else {}).items() if k in KERNEL_FIELDS}
     own = fit_framework(name, rows, table, kernels or None) if rows else FrameworkProfile(
-        name, FRAMEWORKS[name][0], native_kernels=name in NATIVE_KERNEL_STACKS)
+        name, FRAMEWORKS[name][0], native_kernels=name in NATIVE_KERNEL_STACKS,
+        absolute=cited_absolute(name))
     if not kernels:
         return own
     return replace(own, absolute={**kernels, **own.absolute},

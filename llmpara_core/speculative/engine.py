@@ -56,7 +56,7 @@ from .drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa
                                  medusa_ops, medusa_weight_bytes, model_draft, ngram_draft,
                                  vocab_check)
 from .passes import _Pass, _Sum, _pass_time_s, _steps
-from ..units import bits_to_bytes
+from ..units import S_PER_US, bits_to_bytes
 from ..workload import Workload
 
 MAX_GAMMA = 64
@@ -279,13 +279,17 @@ class _Engine:
                         True: est_tot + self.n_tokens * self.r[True].pass_overhead_s}
 
     def verify_rates(self, s: int, estimated: bool) -> Rates:
-        """Target rates of a verification pass: batch x ``s`` tokens in flight per GEMM."""
+        """Target rates of a verification pass: batch x ``s`` tokens in flight per GEMM, and
+        the host work per sequence the stack pays serially when it speculates
+        (``Efficiency.spec_host_seq_s``), once per draft + verify iteration."""
         if not estimated:
             return self.r[False]
         su = self.su
         b = su.workload.batch
-        return rates(su.hardware, su.precision.compute_dtype, True, su.efficiency,
-                     tokens_in_flight=b * s, batch=b)
+        r = rates(su.hardware, su.precision.compute_dtype, True, su.efficiency,
+                  tokens_in_flight=b * s, batch=b)
+        host_s = (su.efficiency or su.hardware.effective_efficiency).spec_host_seq_s * b
+        return replace(r, pass_overhead_s=r.pass_overhead_s + host_s) if host_s else r
 
     def verify(self, s: int) -> _Pass:
         if s not in self._verify:
@@ -626,6 +630,12 @@ def _notes(su: Setup, spec: Speculation) -> list[str]:
         notes.append(f"tree verification: {spec.verify_tokens} tokens per target pass")
     if d.kind is DraftKind.MEDUSA:
         notes.append("Medusa: one pass of gamma heads per step (not gamma sequential passes)")
+    host = (su.efficiency or su.hardware.effective_efficiency).spec_host_seq_s
+    if host:
+        notes.append(f"the stack switches its overlap scheduler off when it speculates: each "
+                     f"draft + verify iteration also pays {host / S_PER_US:.3g} µs of host work "
+                     f"per sequence ({host * su.workload.batch / S_PER_US:.3g} µs at batch "
+                     f"{su.workload.batch}) that plain decoding hides behind the GPU")
     return notes
 
 

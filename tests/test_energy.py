@@ -436,6 +436,59 @@ def test_step_time_substitution():
         31 * r.estimated.tpot_s * e.params.static_w / 256)
 
 
+def test_per_pass_fixed_time_is_drawn_at_static_power():
+    # a stack with per-pass costs (scheduler, sampling, host sync): the energy report's time
+    # is the report's end-to-end time, and the fixed time is charged static power
+    wl = Workload(8, 256, 32)
+    eff = replace(H100.effective_efficiency, step_overhead_s=2e-3, seq_overhead_s=1e-4)
+    plain = analyze(LLAMA3_8B, H100, FP16, wl, efficiency=replace(eff, step_overhead_s=0.0,
+                                                                  seq_overhead_s=0.0))
+    fixed = analyze(LLAMA3_8B, H100, FP16, wl, efficiency=eff)
+    e0, e1 = energy_report(plain), energy_report(fixed)
+    per_pass = 2e-3 + 8 * 1e-4
+    assert e1.decode_fixed_s == pytest.approx(per_pass) and e1.prefill_fixed_s == pytest.approx(per_pass)
+    assert e1.total_time_s == pytest.approx(fixed.estimated.e2e_latency_s, rel=1e-9)
+    assert e0.total_time_s == pytest.approx(plain.estimated.e2e_latency_s, rel=1e-9)
+    assert e1.total_j - e0.total_j == pytest.approx(e1.params.static_w * per_pass * 32, rel=1e-9)
+    parts = e1.whole_run_parts_j()
+    assert sum(parts.values()) == pytest.approx(e1.total_j)
+    assert any("per-pass fixed time" in a for a in e1.assumptions)
+    assert not any("per-pass fixed time" in a for a in e0.assumptions)
+    # the TDP-fraction model draws its idle floor over the same time
+    t1 = energy_report(fixed, model="tdp-fraction")
+    t0 = energy_report(plain, model="tdp-fraction")
+    assert t1.total_j - t0.total_j == pytest.approx(0.05 * H100.tdp_w * per_pass * 32, rel=1e-9)
+    # throughput for cost follows the report's time
+    m = scenario_metrics(fixed)
+    assert m.energy.total_time_s == pytest.approx(fixed.estimated.e2e_latency_s, rel=1e-9)
+
+
+def test_energy_per_flop_is_the_devices_whatever_the_stack():
+    wl = Workload(1, 128, 16)
+    base = H100.effective_efficiency
+    fast = analyze(LLAMA3_8B, H100, FP16, wl, efficiency=replace(base, compute=0.9, memory=0.95))
+    slow = analyze(LLAMA3_8B, H100, FP16, wl, efficiency=replace(base, compute=0.3, memory=0.5))
+    pf, ps = energy_report(fast).params, energy_report(slow).params
+    assert pf.flop_j == ps.flop_j == energy_params(H100, DType.FP16).flop_j
+    # the slower stack takes longer, so it spends more static energy per token
+    assert energy_report(slow).j_per_output_token > energy_report(fast).j_per_output_token
+
+
+def test_validation_times_each_row_with_the_stack_it_measured():
+    from llmpara_core.calibration import efficiency_for
+    rows = read_energy_measurements(DATA)
+    vllm = next(m for m in rows if "vLLM" in m.framework and m.in_tolerance_test)
+    v, = validate_energy([vllm])
+    hw = load_hardware(vllm.hardware_preset)
+    r = analyze(load_model(vllm.model_preset), hw, PRECISION_PRESETS[vllm.precision_preset],
+                Workload(vllm.batch, vllm.prompt_len, vllm.gen_len),
+                efficiency=efficiency_for(hw, "vllm-legacy"))
+    assert v.predicted_s_per_step == pytest.approx(r.estimated.tpot_s)
+    assert v.predicted_s_per_step != pytest.approx(analyze(
+        load_model(vllm.model_preset), hw, PRECISION_PRESETS[vllm.precision_preset],
+        Workload(vllm.batch, vllm.prompt_len, vllm.gen_len)).estimated.tpot_s)
+
+
 def test_efficiency_override_changes_calibration():
     p1 = energy_params(H100, DType.FP16, Efficiency(0.7, 0.6, 0))
     p2 = energy_params(H100, DType.FP16, Efficiency(0.35, 0.6, 0))

@@ -18,9 +18,13 @@ Parameters (``energy_params``), each with its origin listed in ``EnergyParams.as
   off-chip memories; tiered devices use each tier's own ``energy_pJ_per_byte`` and a greedy
   fastest-first placement of activations, weights and KV cache.
 * e_flop: with a TDP, calibrated so the device draws exactly its TDP at the ridge point of its
-  *estimated* roofline, TDP = P_static + e_flop * P_eff + e_w * BW_eff. Then no operator's power
-  exceeds TDP, and the per-dtype value follows the device's own peaks. Without a TDP, the
-  class default per dtype from ``energy.toml``.
+  *estimated* roofline, TDP = P_static + e_flop * P_eff + e_w * BW_eff, with the device's own
+  efficiency (its preset's, else its class and memory technology's), whatever the scenario's
+  stack: a stack changes how long an operator takes, not the energy of a FLOP. The per-dtype
+  value follows the device's own peaks. Without a TDP, the class default per dtype from
+  ``energy.toml``.
+* The stack's per-pass fixed time (scheduler, sampling, host sync: ``Rates.pass_overhead_s``),
+  when no operator runs, is drawn at P_static (the TDP-fraction model: its idle floor).
 
 The reference's TDP-fraction model (power = TDP (alpha u_c + (1 - alpha) u_m), floored at 5 % of
 TDP; reference-tool §4.1) is kept as ``model="tdp-fraction"`` for comparison, using the same
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis import OpRow, Report
+from ..analysis import OpRow, Report, phase_rates
 from .energy_params import (EnergyParams, class_entry, device_entry, energy_params,  # noqa: F401
                             energy_table, hardware_power_table, memory_technology_j_per_byte,
                             params_for_report)
@@ -130,15 +134,21 @@ class EnergyReport:
     gen_len: int
     alpha: float | None = None
     assumptions: tuple[str, ...] = field(default=())
+    # Per-pass fixed time of the stack (scheduler, sampling, host sync: the report's
+    # ``pass_overhead_s``), when no operator runs: the prefill pass's and each decode step's,
+    # drawn at ``fixed_w`` (static power; the TDP-fraction model's idle floor).
+    prefill_fixed_s: float = 0.0
+    decode_fixed_s: float = 0.0
+    fixed_w: float = 0.0
 
     @property
     def prefill_j(self) -> float:
-        return sum(o.total_j for o in self.prefill)
+        return sum(o.total_j for o in self.prefill) + self.fixed_w * self.prefill_fixed_s
 
     @property
     def decode_step_j(self) -> float:
         """Mean energy of one decode step of the whole batch."""
-        return sum(o.total_j for o in self.decode)
+        return sum(o.total_j for o in self.decode) + self.fixed_w * self.decode_fixed_s
 
     @property
     def decode_total_j(self) -> float:
@@ -150,9 +160,14 @@ class EnergyReport:
         return self.prefill_j + self.decode_total_j
 
     @property
+    def decode_step_s(self) -> float:
+        """Mean time of one decode step: its operators and the per-pass fixed time."""
+        return sum(o.time_s for o in self.decode) + self.decode_fixed_s
+
+    @property
     def total_time_s(self) -> float:
-        return (sum(o.time_s for o in self.prefill)
-                + self.decode_steps * sum(o.time_s for o in self.decode))
+        return (sum(o.time_s for o in self.prefill) + self.prefill_fixed_s
+                + self.decode_steps * self.decode_step_s)
 
     @property
     def output_tokens(self) -> int:
@@ -197,8 +212,9 @@ class EnergyReport:
         def part(attr: str) -> float:
             return (sum(getattr(o, attr) for o in self.prefill)
                     + self.decode_steps * sum(getattr(o, attr) for o in self.decode))
+        fixed_j = self.fixed_w * (self.prefill_fixed_s + self.decode_steps * self.decode_fixed_s)
         return {"compute": part("compute_j"), "memory": part("memory_j"),
-                "static": part("static_j"), "link": part("comm_j")}
+                "static": part("static_j") + fixed_j, "link": part("comm_j")}
 
 
 def energy_report(report: Report, params: EnergyParams | None = None,
@@ -228,9 +244,18 @@ def energy_report(report: Report, params: EnergyParams | None = None,
     if report.hardware.interconnect is not None and report.hardware.interconnect.devices > 1:
         notes.append("energy of the single device the plain analysis runs on (see Sharding "
                      "for the whole cluster)")
+    pre_r, dec_r = phase_rates(report.hardware, report.precision, wl, report.efficiency)
+    pre_fixed = pre_r.pass_overhead_s if wl.prompt_len else 0.0
+    fixed_w = (p.static_w if model == "components"
+               else energy_table()["tdp_fraction"]["idle_floor_fraction"] * report.hardware.tdp_w)
+    if dec_r.pass_overhead_s or pre_fixed:
+        notes.append(f"the stack's per-pass fixed time ({dec_r.pass_overhead_s * 1e3:.3g} ms "
+                     f"per decode step: scheduler, sampling, host sync) is drawn at "
+                     f"{fixed_w:.3g} W ({'static power' if model == 'components' else 'the idle floor'})")
     return EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
                         tuple(fn(r) for r in report.decode.rows), report.decode_steps,
-                        wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes))
+                        wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes),
+                        pre_fixed, dec_r.pass_overhead_s, fixed_w)
 
 
 def estimated_rates(report: Report) -> Rates:
@@ -285,7 +310,7 @@ def j_per_token_with_step_time(e: EnergyReport, s_per_step: float) -> float | No
     bytes) is the model's. Isolates the power model from the time model in validation."""
     if not e.output_tokens:
         return None
-    model_step_s = sum(o.time_s for o in e.decode)
+    model_step_s = e.decode_step_s
     if e.model == "components":
         step_j = e.decode_step_j - e.params.static_w * model_step_s + e.params.static_w * s_per_step
     else:   # TDP-fraction: constant power over the step
@@ -310,6 +335,7 @@ class EnergyMeasurement:
     model: str = ""
     source: str = ""
     notes: str = ""
+    framework: str = ""      # the stack measured (its profile times the prediction)
 
 
 def read_energy_measurements(path) -> tuple[EnergyMeasurement, ...]:
@@ -327,7 +353,7 @@ def read_energy_measurements(path) -> tuple[EnergyMeasurement, ...]:
                 max(1, round(float(r["avg_batch"]))), int(r["prompt_len_assumed"]),
                 int(r["gen_len_used"]), float(r["value"]), float(step) if step else None,
                 r["use_in_tolerance_test"].startswith("yes"), r["hardware"], r["model"],
-                r["source"], r.get("mapping_notes", "")))
+                r["source"], r.get("mapping_notes", ""), r.get("framework", "")))
     return tuple(out)
 
 
@@ -359,17 +385,21 @@ def geometric_mean_ratio(ratios) -> float | None:
 
 
 def validate_energy(measurements) -> tuple[EnergyValidation, ...]:
-    """Predict every measurement with the presets it names (component model; TDP-fraction
-    model alongside for comparison)."""
+    """Predict every measurement with the presets it names, timed with the profile of the
+    stack it measured (``framework``; none = the device's own values), under the component
+    model (the TDP-fraction model alongside for comparison)."""
     from ..analysis import analyze
+    from ..calibration import efficiency_for, framework_of_label
     from ..precision import precision_preset
     from ..presets import load_hardware, load_model
     from ..workload import Workload
     out = []
     for m in measurements:
-        r = analyze(load_model(m.model_preset), load_hardware(m.hardware_preset),
-                    precision_preset(m.precision_preset),
-                    Workload(batch=m.batch, prompt_len=m.prompt_len, gen_len=m.gen_len))
+        hw = load_hardware(m.hardware_preset)
+        stack = framework_of_label(m.framework) if m.framework else None
+        r = analyze(load_model(m.model_preset), hw, precision_preset(m.precision_preset),
+                    Workload(batch=m.batch, prompt_len=m.prompt_len, gen_len=m.gen_len),
+                    efficiency=efficiency_for(hw, stack) if stack else None)
         e = energy_report(r)
         tdp = energy_report(r, model="tdp-fraction") if r.hardware.tdp_w else None
         measured_t = (None if m.measured_s_per_step is None

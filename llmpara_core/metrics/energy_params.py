@@ -190,8 +190,8 @@ def energy_params(hardware: Hardware, dtype: DType, efficiency: Efficiency | Non
                   sizes: dict[str, float] | None = None) -> EnergyParams:
     """Energy constants of ``hardware`` running matmuls in ``dtype``.
 
-    ``efficiency`` (default: the device's) sets the estimated roofline on which e_flop is
-    calibrated to TDP; ``sizes`` = {"weight", "kv", "act": bytes} places data on tiered devices.
+    ``efficiency`` (default: the device's own -- what every scenario uses, whatever its stack)
+    sets the estimated roofline on which e_flop is calibrated to TDP; ``sizes`` = {"weight", "kv", "act": bytes} places data on tiered devices.
     """
     notes: list[str] = []
     cls = class_entry(hardware)
@@ -227,8 +227,11 @@ def energy_params(hardware: Hardware, dtype: DType, efficiency: Efficiency | Non
 
 
 def params_for_report(report: Report) -> EnergyParams:
-    """``energy_params`` for the scenario of ``report`` (its efficiency and data sizes)."""
+    """``energy_params`` for the scenario of ``report``: its data sizes, and e_flop calibrated
+    on the device's own efficiency (its preset's, else its class and memory technology's), not
+    the scenario's stack: energy per FLOP is the silicon's, so a stack changes the time an
+    operator takes, not what each FLOP costs."""
     mem = report.memory
-    return energy_params(report.hardware, report.precision.compute_dtype, report.efficiency,
+    return energy_params(report.hardware, report.precision.compute_dtype, None,
                          {"weight": mem.weight_bytes, "kv": mem.kv_cache_bytes,
                           "act": mem.activation_bytes})

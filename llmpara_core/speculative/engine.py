@@ -597,7 +597,7 @@ def _energy(eng: _Engine, spec: Speculation, mem: SpecMemory, t: SpecTiming, sum
     tokens = su.workload.batch * eng.n_tokens
     sizes = {"weight": mem.target_weight_bytes, "kv": mem.target_kv_bytes,
              "act": mem.target_activation_bytes}
-    pt = energy_params(su.hardware, su.precision.compute_dtype, su.efficiency, sizes)
+    pt = energy_params(su.hardware, su.precision.compute_dtype, None, sizes)
     van = _steps(eng.verify(1), eng.r[True], [eng.first], 1.0, eng.n_tokens)
     van_j = _device_energy_j(pt, van, t.vanilla_decode_total_s, 0.0)
     draft, verify = sums

@@ -61,10 +61,12 @@ REFERENCE_FRAMEWORK = "llama.cpp"
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
 # alone (two model sizes) trades it against the bandwidth fraction and the KV-read fraction:
 # with the activation-quantising launches counted it fits 4.3 us (consumer 2.7), the class's
-# kv_read moves 0.65 -> 0.95, datacenter batch 1 held out 11.5 -> 10.1 % and batched 10.8 ->
-# 10.5 %, but batch 1 held out 6.4 -> 6.5 % and energy per token (ML.ENERGY rows, timed with
-# the class values) 7.9 -> 15.0 %, one row (HF eager, A100) falling below half its measured
-# J/token. Not kept.
+# kv_read moves 0.65 -> 0.93, datacenter batch 1 held out 11.5 -> 10.1 % (in sample 7.9 ->
+# 5.9 %) and batched 10.8 -> 11.0 %, but batch 1 held out 6.4 -> 6.5 % (consumer GPUs 5.5 ->
+# 5.6 %), and with each energy row timed with its own stack (energy per token 16.7 -> 15.8 %)
+# the HF-eager A100 row, which has no profile and takes the class values, falls to 0.49 of its
+# measured J/token. Not kept: tried twice (before and after the energy rows were timed with
+# their stacks), neither met the datacenter bar.
 SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
 # Share of a GQA group's K/V that llama.cpp's decode attention reads again from DRAM for each
 # further query head of the group (``roofline.kv_read_factor``; the rest hits in L2). Fixed,

@@ -240,10 +240,12 @@ def method(data: dict) -> None:
         rows = [{"profile": name, **{k: v for k, v in zip(
             ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
              "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]",
-             "act-quant kernels", "speculating: host per seq [µs]"),
+             "act-quant kernels", "TP row-split copy [µs]",
+             "speculating: host per seq [µs]"),
             (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
              e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US,
-             e.stage_hop_s / S_PER_US, e.act_quant_kernels, e.spec_host_seq_s / S_PER_US))}}
+             e.stage_hop_s / S_PER_US, e.act_quant_kernels, e.tp_row_copy_s / S_PER_US,
+             e.spec_host_seq_s / S_PER_US))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
             for e in [table.efficiency_for(scn.hardware, name)]]
         with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "

@@ -105,7 +105,12 @@ class Efficiency:
     ``spec_host_seq_s`` is host work per sequence per pass that the stack hides behind the GPU
     in plain decoding (an overlap scheduler prepares pass i + 1 while pass i runs) but pays
     serially when it speculates, because its speculative modes switch that overlap off: it is
-    added to every draft + verify iteration of speculative decoding, not to plain decoding."""
+    added to every draft + verify iteration of speculative decoding, not to plain decoding.
+    ``tp_row_copy_s`` > 0 marks a stack whose tensor parallelism splits each matmul's weights
+    by rows across the devices and gathers on one device (llama.cpp's row split): every split
+    matmul's input is copied to, and its output back from, each other device of the group --
+    2 (TP - 1) copies per matmul, each costing this much beyond the link's own time (the host
+    drives them) -- in place of the per-block all-reduces of Megatron-style TP."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -118,6 +123,7 @@ class Efficiency:
     stage_hop_s: float = 0.0
     act_quant_kernels: float = 0.0
     spec_host_seq_s: float = 0.0
+    tp_row_copy_s: float = 0.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -134,6 +140,7 @@ class Efficiency:
         require_float("efficiency.act_quant_kernels", self.act_quant_kernels, lo=0,
                       hi=MAX_ACT_QUANT_KERNELS)
         require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
+        require_float("efficiency.tp_row_copy_s", self.tp_row_copy_s, lo=0, hi=1)
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =

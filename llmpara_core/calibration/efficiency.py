@@ -32,6 +32,9 @@ stacks the fit never saw through their TOML fields:
   back end, q8_1); cited, not fitted: 1 per GPU class for the reference stack, 0 elsewhere.
   A stack measured with both quantised and native weights gets its own value, fitted on its
   batch-1 rows (the fixed cost per quantised matmul of its weight-only path, in launches).
+* ``tp_row_copy_s`` -- llama.cpp's tensor split divides each matmul's weights by rows and
+  gathers on one device: 2 (TP - 1) host-driven copies per split matmul, each this much beyond
+  the link's time (fitted on its tensor-split rows), in place of per-block all-reduces.
 * ``spec_host_seq_s`` -- host work per sequence per pass that a stack's overlap scheduler hides
   in plain decoding but its speculative modes pay serially (``SPEC_HOST_SEQ_S``; cited).
 
@@ -130,7 +133,8 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "seq_overhead_us": ("seq_overhead_s", S_PER_US),
                  "stage_hop_us": ("stage_hop_s", S_PER_US),
                  "act_quant_kernels": ("act_quant_kernels", 1.0),
-                 "spec_host_seq_us": ("spec_host_seq_s", S_PER_US)}
+                 "spec_host_seq_us": ("spec_host_seq_s", S_PER_US),
+                 "tp_row_copy_us": ("tp_row_copy_s", S_PER_US)}
 
 
 @dataclass(frozen=True)
@@ -393,6 +397,13 @@ HEADER = """\
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
 #                  vs number of GPUs (fitting.fit_stage_hop).
+#                  tp_row_copy_us (llama.cpp): its tensor split is a row split -- each split
+#                  matmul's input goes to, and its output comes back from, every other device,
+#                  2 (TP - 1) host-driven copies per matmul in place of per-block all-reduces;
+#                  the cost of each copy beyond the link's time: the median over its
+#                  tensor-split rows of the value at which the model meets each
+#                  (fitting.fit_row_copy; three 2023 rows, Llama-2-70B F16 on 4 and 8 A100s and
+#                  8 A10Gs over PCIe).
 #                  spec_host_seq_us (tensorrt-llm): host work per sequence per pass that the
 #                  overlap scheduler hides in plain decoding but speculative decoding, which
 #                  switches the overlap off, pays serially: added to each draft + verify

@@ -40,7 +40,8 @@ from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
                         kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
-from .measurements import Mapped, efficiency_class, lacks_tensor_peak  # noqa: F401
+from .measurements import (Mapped, efficiency_class, lacks_tensor_peak,  # noqa: F401
+                           metric_value, timings)
 from .stack_fit import (BORROW_KERNELS, _borrowed, fit_framework,  # noqa: F401
                         fit_tp_profiles, predictor)
 
@@ -298,6 +299,48 @@ def fit_stage_hop(rows: list[Mapped]) -> float | None:
     return max(0.0, float(np.median(slopes)))
 
 
+# ---- row-split copy cost ---------------------------------------------------------------------
+
+# Ceiling of the search for a row's implied copy cost [s]: beyond it the row is not a copy cost.
+MAX_ROW_COPY_S = 1e-3
+
+
+def row_split_rows(rows: list[Mapped]) -> list[Mapped]:
+    """The reference stack's batch-1 decode rows split by rows over a TP group (llama.cpp's
+    tensor split)."""
+    return [r for r in rows if r.framework == REFERENCE_FRAMEWORK and r.tp > 1
+            and r.hardware.efficiency is None and r.measurement.batch == 1
+            and r.measurement.metric == "decode_tok_s"]
+
+
+def fit_row_copy(rows: list[Mapped], table: EfficiencyTable) -> float | None:
+    """``tp_row_copy_s`` of the reference stack: the host-driven cost of each device-to-device
+    copy of its row split (2 (TP - 1) per split matmul) beyond the link's own time. Each
+    tensor-split row implies the value at which the model meets it (bisection: the predicted
+    speed falls as the cost grows), and the median over rows is taken, as the stage hop takes
+    the median over groups. None without such rows (the data: three 2023 llm-perf-bench rows,
+    Llama-2-70B F16 on 4 and 8 A100s and 8 A10Gs over PCIe)."""
+    implied = []
+    for r in row_split_rows(rows):
+        base = table.efficiency_for(r.hardware, REFERENCE_FRAMEWORK)
+
+        def speed(c: float) -> float:
+            eff = replace(base, tp_row_copy_s=c)
+            return metric_value(r.measurement.metric, timings(r, eff)[1], r.workload)
+        target = r.measurement.value
+        if speed(0.0) <= target:
+            implied.append(0.0)
+            continue
+        if speed(MAX_ROW_COPY_S) >= target:
+            continue
+        lo, hi = 0.0, MAX_ROW_COPY_S
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if speed(mid) > target else (lo, mid)
+        implied.append((lo + hi) / 2)
+    return float(np.median(implied)) if implied else None
+
+
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
@@ -328,14 +371,21 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         table = _with_arch_memory(table, rows)
     fws = dict(base.frameworks)
     hop = fit_stage_hop(rows)
-    fws[REFERENCE_FRAMEWORK] = FrameworkProfile(
+    ref = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
         act_quant=True,
         rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
         absolute={"stage_hop_s": hop} if hop else {},
         note="reference stack: the class and memory-technology values are fitted on its rows"
              + ("; stage_hop from its layer-split rows (step time vs devices)" if hop else ""))
+    fws[REFERENCE_FRAMEWORK] = ref
     table = replace(table, frameworks=fws)
+    copy = fit_row_copy(rows, table)
+    if copy:
+        fws[REFERENCE_FRAMEWORK] = replace(
+            ref, absolute={**ref.absolute, "tp_row_copy_s": copy},
+            note=ref.note + "; tp_row_copy from its tensor-split (row split) rows")
+        table = replace(table, frameworks=fws)
     if frameworks:
         by_fw: dict[str, list[Mapped]] = defaultdict(list)
         for r in rows:

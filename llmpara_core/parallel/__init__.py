@@ -15,6 +15,11 @@ How a plan runs (the conventions every number below follows)
   head are vocabulary-parallel (one all-reduce after the lookup, one all-gather of logits).
   The device's operators are ``forward_ops`` of :func:`shard_model` -- the one forward builder
   run on the device's slice of the model (sizes that do not divide are padded up).
+  **Row split** (a stack whose efficiency has ``tp_row_copy_s`` > 0: llama.cpp's tensor
+  split): the same slice of every matmul, but gathered on one device -- each split matmul's
+  input goes to and its output comes back from every other device of the group (2 (TP - 1)
+  point-to-point copies per matmul, each paying ``tp_row_copy_s`` beyond the link's time, the
+  host driving them) in place of the all-reduces.
 * **PP**: contiguous layer stages (even split, extra layers on the first stages, or
   ``stage_layers``); the embedding on the first stage, final norm and LM head on the last (a
   tied embedding is held again by the last stage). Hidden states go stage to stage

@@ -24,6 +24,9 @@ from ..units import BITS_PER_BYTE, MAX_SIZE, bits_to_bytes
 from ..workload import Workload
 
 TOKEN_ID_BYTES = 4.0          # int32 token ids sent back from the last stage in decode
+# Operators whose weights a row split divides across the TP group (``Efficiency.tp_row_copy_s``)
+ROW_SPLIT_KINDS = frozenset({OpKind.QKV, OpKind.OUT_PROJ, OpKind.FFN, OpKind.MOE_EXPERT,
+                             OpKind.SHARED_EXPERT, OpKind.LM_HEAD})
 
 
 # ---- results --------------------------------------------------------------------------------
@@ -171,7 +174,18 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
     tp, grp = plan.tp, plan.tp * plan.dp
     base = s * grp
     last = s == plan.pp - 1
-    if tp > 1:
+    copy_s = ctx.hardware.effective_efficiency.tp_row_copy_s
+    if tp > 1 and copy_s:
+        # row split (llama.cpp): each split matmul's input to and output from every other
+        # device of the group, host-driven, instead of per-block all-reduces
+        per_group: dict[str, int] = {}
+        for o in _device_ops(ctx, s, batch, new, new, logits):
+            if o.kind in ROW_SPLIT_KINDS:
+                per_group[o.group] = per_group.get(o.group, 0) + o.count
+        for group, n in per_group.items():
+            specs.append(("tp_row_split_copy", Collective.SEND_RECV, 2, hidden,
+                          2 * (tp - 1) * n, group))
+    elif tp > 1:
         if s == 0 and plan.vocab_parallel:
             specs.append(("embedding_all_reduce", Collective.ALL_REDUCE, tp, hidden, 1, "model"))
         for kind, n in ctx.stage_models[s].layer_groups():
@@ -196,7 +210,9 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
             nodes = _nodes_spanned(net, base, grp)
         else:                                         # the slowest of the stage's TP groups
             nodes = max(_nodes_spanned(net, base + d * tp, tp) for d in range(plan.dp))
-        out.append(_cost(net, phase, s, name, kind, n, m, count, group, nodes))
+        c = _cost(net, phase, s, name, kind, n, m, count, group, nodes)
+        out.append(replace(c, estimated_s=c.estimated_s + copy_s)
+                   if name == "tp_row_split_copy" else c)
     if plan.pp > 1:
         if not last:
             nodes = 1 + any(net.node(r) != net.node(r + grp) for r in range(base, base + grp))

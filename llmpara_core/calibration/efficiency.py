@@ -122,6 +122,8 @@ SPEC_HOST_SEQ_S = {"tensorrt-llm": 29.4e-6}
 def cited_absolute(name: str) -> dict:
     """The absolute values stack ``name`` takes from cited sources, not fits."""
     return {"spec_host_seq_s": SPEC_HOST_SEQ_S[name]} if name in SPEC_HOST_SEQ_S else {}
+
+
 SCALE_KEYS = ("memory_scale", "compute_scale", "overhead_scale")
 # Absolute per-stack values (None = the reference stack's): TOML key -> (Efficiency field,
 # factor from the TOML unit to SI).

@@ -249,9 +249,10 @@ def energy_report(report: Report, params: EnergyParams | None = None,
     fixed_w = (p.static_w if model == "components"
                else energy_table()["tdp_fraction"]["idle_floor_fraction"] * report.hardware.tdp_w)
     if dec_r.pass_overhead_s or pre_fixed:
+        drawn = "static power" if model == "components" else "the idle floor"
         notes.append(f"the stack's per-pass fixed time ({dec_r.pass_overhead_s * 1e3:.3g} ms "
                      f"per decode step: scheduler, sampling, host sync) is drawn at "
-                     f"{fixed_w:.3g} W ({'static power' if model == 'components' else 'the idle floor'})")
+                     f"{fixed_w:.3g} W ({drawn})")
     return EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
                         tuple(fn(r) for r in report.decode.rows), report.decode_steps,
                         wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes),

@@ -35,13 +35,13 @@ PART_COLORS = {"compute": "#4C78A8", "memory": "#F58518", "kernel launches": "#8
                "communication": "#17BECF", "pipeline wait": "#E45756"}
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
 def device_specs(h) -> tuple:
     """What tells one device from another here: bandwidth, capacity and 16-bit peak."""
     return (h.memory_bandwidth_bytes_per_s, h.memory_capacity_bytes,
             h.peak_flops_per_s_raw(DType.FP16))
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
 def cluster_slugs() -> list[str]:
     """Hardware presets with an [interconnect] section."""
     return [i.slug for i in list_presets("hardware") if load_hardware(i.slug).interconnect]

@@ -87,7 +87,10 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
         # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale
         two = len(decode) >= 2 * MIN_FRAMEWORK_ROWS
         # rows with and without quantised weights also pin the stack's fixed cost per
-        # quantised matmul, in launches (stacks in ACT_QUANT_STACKS keep their cited count)
+        # quantised matmul, in launches (stacks in ACT_QUANT_STACKS keep their cited count);
+        # it is fitted even with fewer than 2 x MIN_FRAMEWORK_ROWS rows, where one native and
+        # one quantised row pin it and the bandwidth scale exactly (requiring two of each made
+        # gpt-fast's leave-one-device-out worse: 8.1 -> 10.5 %)
         quant = sum(r.precision.weight_ffn_bits < 16 for r in decode)
         aq = name not in ACT_QUANT_STACKS and quant >= 1 and len(decode) - quant >= 1
         n = 1 + two + aq

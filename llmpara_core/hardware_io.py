@@ -28,7 +28,7 @@ from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
 TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "source", "notes",
             "memory_bandwidth_GBps",
             "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
-            "process_nm", "peak_TFLOPS", "efficiency", "memory_tiers", "interconnect")
+            "process_nm", "boost_clock_MHz", "peak_TFLOPS", "efficiency", "memory_tiers", "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
 # A stage hop (host hand-off per pipeline-stage boundary per pass) above 0.1 s is not a
 # runtime's cost but a typo.
@@ -41,7 +41,8 @@ INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
 
 # Optional plain numbers at the top level: file key -> Hardware field (no unit conversion).
 _PLAIN_OPTIONAL = (("tdp_W", "tdp_w"), ("idle_W", "idle_w"), ("price_USD", "price_usd"),
-                   ("embodied_kgCO2e", "embodied_kgco2e"), ("process_nm", "process_nm"))
+                   ("embodied_kgCO2e", "embodied_kgco2e"), ("process_nm", "process_nm"),
+                   ("boost_clock_MHz", "boost_clock_mhz"))
 
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -70,6 +70,8 @@ HARDWARE: dict[str, Bound] = {
     "price_usd": Bound(0.0, 1e10, "USD"),
     "embodied_kgco2e": Bound(0.0, 1e7, "kgCO2e"),
     "process_nm": Bound(0.0, 1e4, "nm"),
+    # boost clock: a microcontroller's 10 MHz to 20 GHz
+    "clock_mhz": Bound(10.0, 20_000.0, "MHz"),
     "latency_s": Bound(0.0, 10.0, "s"),
     "energy_j_per_byte": Bound(0.0, 1e-6, "J/B"),
     "energy_j_per_flop": Bound(0.0, 1e-6, "J/FLOP"),

@@ -7,8 +7,9 @@
 Reads ``presets/tables/measurements.csv`` and ``batched_measurements.csv`` (or ``--data``),
 maps every row to a scenario (``llmpara_core.calibration.measurements``), fits the class and
 memory-technology values on single-device llama.cpp rows, the stack profiles on their rows and
-the stacks of the tensor-parallel series on ``tp_measurements.toml``
-(``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
+the stacks of the tensor-parallel series on ``tp_measurements.toml``, HF eager's per-kernel
+cost on the measured time per token of its energy rows (``tests/data/energy_measurements.csv``;
+``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
 regime, class and stack), and writes ``presets/tables/efficiency.toml``. Deterministic: the fit
 always starts from the provisional constants in ``llmpara_core/hardware.py`` and the cited
 architecture factors, so rerunning on the same data gives the same table.
@@ -31,6 +32,10 @@ from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation, summary as validation_summary
 from llmpara_core.efficiency_table import TABLE_PATH
 from llmpara_core.errors import LLMParaError
+from llmpara_core.metrics.energy import read_energy_measurements
+
+# Energy rows with a measured time per token time the stacks measured nowhere else (HF eager).
+ENERGY_ROWS = ROOT / "tests" / "data" / "energy_measurements.csv"
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -48,8 +53,9 @@ def main(argv=None) -> int:
         return 2
     mapped, skipped = validation.map_all(rows, skipped)
     t0 = time.time()
+    energy = read_energy_measurements(ENERGY_ROWS)
     table = fitting.fit_table(mapped, calibration.provisional_table(),
-                              frameworks=not args.no_frameworks)
+                              frameworks=not args.no_frameworks, energy=energy)
     # errors and leave-one-device-out with the table as written (4 significant digits), so
     # [fit] holds the numbers `llmpara validate [--loo]` prints from the shipped file
     table = calibration.table_from_dict(tomllib.loads(calibration.table_to_toml(table)),
@@ -74,7 +80,8 @@ def fit_info(data, mapped, skipped, summary) -> dict:
     h = summary.headline
     info = {"data": str(data) if data else ("presets/tables/measurements.csv, "
                                             "presets/tables/batched_measurements.csv, "
-                                            "presets/tables/tp_measurements.toml"),
+                                            "presets/tables/tp_measurements.toml, "
+                                            "tests/data/energy_measurements.csv (HF eager)"),
             "rows_mapped": len(mapped), "rows_skipped": len(skipped),
             "decode_median_abs_error": h.median_abs}
     for reg in validation.REGIMES:

@@ -51,7 +51,7 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
 
 def _class_rows(table) -> list[dict]:
     return [{"class": c.value, "memory (of peak BW)": e.memory,
-             "kernel overhead [µs]": e.kernel_overhead_s / S_PER_US,
+             "kernel overhead [µs] (GPUs: at 2,000 MHz)": e.kernel_overhead_s / S_PER_US,
              "kv_read (of achieved BW)": e.kv_read, "compute (of dense peak)": e.compute,
              "rows fitted": int(table.class_rows.get(c, 0)),
              "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}

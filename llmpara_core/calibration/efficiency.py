@@ -197,7 +197,8 @@ class EfficiencyTable:
     def _generic(self, hardware: Hardware, architectures: dict | None = None) -> Efficiency:
         return generic_efficiency(hardware.hw_class, memory_type_of(hardware),
                                   architecture_of(hardware), self.classes, self.memory_types,
-                                  self.architectures if architectures is None else architectures)
+                                  self.architectures if architectures is None else architectures,
+                                  getattr(hardware, "boost_clock_mhz", None))
 
     def efficiency_for(self, hardware: Hardware, framework: str | None = None) -> Efficiency:
         """Estimated-mode efficiency of ``hardware`` under ``framework`` (None = generic)."""
@@ -345,7 +346,11 @@ HEADER = """\
 # [class.*]        reference stack (llama.cpp) per hardware class, fallback for devices whose
 #                  preset lacks memory_type / architecture. memory = fraction of peak DRAM
 #                  bandwidth streaming weights (GEMV); compute = fraction of the dense peak in
-#                  large GEMMs (prefill); kernel_overhead_us = fixed cost per kernel launch;
+#                  large GEMMs (prefill); kernel_overhead_us = fixed cost per kernel launch
+#                  (GPU classes: at a 2,000 MHz boost clock; a GPU whose preset gives
+#                  boost_clock_MHz = f pays (2000 / f) ** 0.5 times it -- the launch is
+#                  partly GPU cycles, partly host and driver time; the exponent was chosen
+#                  on a grid by the in-sample fit, hardware.CLOCK_OVERHEAD_EXPONENT);
 #                  kv_read = fraction of that bandwidth decode attention reaches reading the
 #                  KV cache (llama.cpp batch 1: one block per head, short strided rows);
 #                  kv_reread = share of a GQA group's K/V read again per further query head
@@ -415,6 +420,10 @@ HEADER = """\
 #                  requests per rank (github NVIDIA/TensorRT-LLM PR #10273) -> 29.4 us; the
 #                  overlap is off for speculation per PRs #3625 and #6676
 #                  (efficiency.SPEC_HOST_SEQ_S).
+#                  hf-eager (PyTorch eager via FastChat, measured only in the energy rows):
+#                  kernel_overhead_us fitted on the measured time per token of its two
+#                  ML.ENERGY v1 rows (batch 1, A100; tests/data/energy_measurements.csv):
+#                  host-bound per-operator dispatch (stack_fit.fit_energy_profiles).
 # Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
 # device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
 # the same chip together) and refits without it -- a class or technology left with too few

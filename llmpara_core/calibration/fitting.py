@@ -38,12 +38,12 @@ from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architec
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, nelder_mead, weights)
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
-                        kernel_class, memory_factor_key, memory_family)
+                        clock_overhead_factor, kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
 from .measurements import (Mapped, efficiency_class, lacks_tensor_peak,  # noqa: F401
                            metric_value, timings)
-from .stack_fit import (BORROW_KERNELS, _borrowed, fit_framework,  # noqa: F401
-                        fit_tp_profiles, predictor)
+from .stack_fit import (BORROW_KERNELS, _borrowed, fit_energy_profiles,  # noqa: F401
+                        fit_framework, fit_tp_profiles, predictor)
 
 # A class or memory technology is fitted where its batch-1 decode rows pin its values: six rows
 # (model sizes and decode lengths varying) on at least one device. Fitting on one device is
@@ -98,6 +98,17 @@ REFERENCE_ACT_QUANT_KERNELS = {HardwareClass.CONSUMER_GPU: 1.0, HardwareClass.DA
 
 # ---- class fit ------------------------------------------------------------------------------
 
+def _clock(hardware) -> float:
+    """The device's per-kernel cost relative to its kernel class's (``clock_overhead_factor``)."""
+    return clock_overhead_factor(kernel_class(hardware.hw_class, hardware.architecture),
+                                 hardware.boost_clock_mhz)
+
+
+def _at_clock(eff: Efficiency, factor: float) -> Efficiency:
+    """A class efficiency as one device pays it: the per-kernel cost at its clock."""
+    return eff if factor == 1.0 else replace(eff, kernel_overhead_s=eff.kernel_overhead_s * factor)
+
+
 def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
             overhead_s: float | None) -> Efficiency:
     return Efficiency(compute=_sigmoid(x[3]) if fit_compute else base.compute,
@@ -119,10 +130,11 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
                    and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
+    clocks = [_clock(f.row.hardware) for f in feats]
 
     def loss(x):
         eff = _unpack(x, base, fit_compute, overhead_s)
-        pred = np.array([f.predict(eff) for f in feats])
+        pred = np.array([f.predict(_at_clock(eff, c)) for f, c in zip(feats, clocks)])
         prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
                                 + math.log(eff.attention_compute) ** 2)
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + prior
@@ -203,8 +215,9 @@ def fit_memory_types(rows: list[Mapped], table: EfficiencyTable) -> tuple[dict, 
     for key, rs in sorted(groups.items()):
         if len(rs) < MIN_DECODE_ROWS or len({r.hardware.slug for r in rs}) < MIN_DEVICES:
             continue
-        bases = [table.classes.get(kernel_class(r.hardware.hw_class, r.hardware.architecture))
-                 for r in rs]
+        bases = [_at_clock(table.classes.get(kernel_class(r.hardware.hw_class,
+                                                          r.hardware.architecture)),
+                           _clock(r.hardware)) for r in rs]
         out[key] = fit_memory_type([features(r) for r in rs], bases)
         counts[key] = len(rs)
     return out, counts
@@ -344,10 +357,13 @@ def fit_row_copy(rows: list[Mapped], table: EfficiencyTable) -> float | None:
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
-              only: set | None = None, classes_too: bool = True) -> EfficiencyTable:
+              only: set | None = None, classes_too: bool = True,
+              energy=None) -> EfficiencyTable:
     """A new table fitted on ``rows``; classes and stacks without enough data keep the values
     of ``base``. ``only`` = refit just these stacks; ``classes_too`` = False keeps the class and
-    memory-technology values of ``base`` (leave-one-out of a device without reference rows)."""
+    memory-technology values of ``base`` (leave-one-out of a device without reference rows).
+    ``energy`` = energy measurements (``metrics.energy.EnergyMeasurement``) that time the
+    stacks measured nowhere else (``stack_fit.fit_energy_profiles``)."""
     classes, counts = dict(base.classes), dict(base.class_rows)
     by_cls = class_rows(rows) if classes_too else {}
     # donors first; a class fitted in ``base`` is refitted or reset (values fitted on other
@@ -401,6 +417,9 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
                 fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
         if only is None:
             fws.update(fit_tp_profiles(replace(table, frameworks=dict(fws)), fws))
+            if energy is not None:
+                fws.update(fit_energy_profiles(replace(table, frameworks=dict(fws)), fws,
+                                               energy))
     return replace(table, frameworks=fws)
 
 

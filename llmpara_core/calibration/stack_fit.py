@@ -203,3 +203,57 @@ def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],
                         f"{own.note}".rstrip("; "))
 
 
+
+
+# Stacks measured only in the energy rows (tests/data/energy_measurements.csv, copied from
+# ../shared/validation/ with each row's source) that carry a measured time per step: PyTorch
+# eager (HF transformers via FastChat, ML.ENERGY v1). Batch-1 eager decoding is bound by the
+# host's per-operator dispatch, not by memory: one number is fitted, the absolute per-kernel
+# cost, on the rows' measured time per output token (latency / response length, prefill
+# included); the device's bandwidth and compute fractions are kept.
+ENERGY_TIMED_STACKS = ("hf-eager",)
+MAX_EAGER_KERNEL_S = 1e-3
+
+
+def fit_energy_profiles(table: EfficiencyTable, fws: dict, measurements) -> dict:
+    """Profiles of ``ENERGY_TIMED_STACKS`` without rows elsewhere: ``kernel_overhead_s`` on
+    the ``measurements`` (``metrics.energy.EnergyMeasurement``) of that stack with a measured
+    time per step (median over rows of the value at which each is met, by bisection)."""
+    from ..analysis import analyze
+    from ..precision import precision_preset
+    from ..presets import load_hardware, load_model
+    from ..workload import Workload
+    from .efficiency import framework_of_label
+    out = {}
+    for name in ENERGY_TIMED_STACKS:
+        if fws.get(name) is not None and fws[name].rows:
+            continue
+        rows = [m for m in measurements if m.measured_s_per_step
+                and framework_of_label(m.framework) == name]
+        implied = []
+        for m in rows:
+            hw = load_hardware(m.hardware_preset)
+            model, prec = load_model(m.model_preset), precision_preset(m.precision_preset)
+            wl = Workload(batch=m.batch, prompt_len=m.prompt_len, gen_len=m.gen_len)
+
+            def step_s(k: float) -> float:
+                prof = FrameworkProfile(name, FRAMEWORKS[name][0],
+                                        absolute={"kernel_overhead_s": k})
+                r = analyze(model, hw, prec, wl,
+                            efficiency=_with(table, prof).efficiency_for(hw, name))
+                return r.estimated.e2e_latency_s / m.gen_len
+            if step_s(0.0) >= m.measured_s_per_step or \
+                    step_s(MAX_EAGER_KERNEL_S) <= m.measured_s_per_step:
+                continue
+            lo, hi = 0.0, MAX_EAGER_KERNEL_S
+            for _ in range(40):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if step_s(mid) < m.measured_s_per_step else (lo, mid)
+            implied.append((lo + hi) / 2)
+        if implied:
+            out[name] = FrameworkProfile(
+                name, FRAMEWORKS[name][0], rows=len(implied),
+                absolute={**cited_absolute(name), "kernel_overhead_s": float(np.median(implied))},
+                note="per-kernel cost fitted on the measured time per token of its energy rows "
+                     "(ML.ENERGY v1, batch 1): host-bound eager dispatch")
+    return out

@@ -1,0 +1,68 @@
+"""The per-kernel cost at a GPU's boost clock (hardware.clock_overhead_factor): the preset key
+``boost_clock_MHz``, its validation, and what it does to the estimated time."""
+
+import dataclasses
+
+import pytest
+
+from llmpara_core.errors import ConfigError
+from llmpara_core.hardware import (CLOCK_OVERHEAD_EXPONENT, REFERENCE_CLOCK_MHZ, HardwareClass,
+                                   clock_overhead_factor)
+from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
+from llmpara_core.presets import load_hardware
+
+DC, CONSUMER, SOC = (HardwareClass.DATACENTER_GPU, HardwareClass.CONSUMER_GPU,
+                     HardwareClass.UNIFIED_SOC)
+
+
+def test_factor_follows_the_clock_on_gpus_only():
+    assert clock_overhead_factor(DC, REFERENCE_CLOCK_MHZ) == 1.0
+    assert clock_overhead_factor(DC, None) == 1.0
+    # a GPU at half the reference clock pays 2 ** exponent times the class's cost
+    assert clock_overhead_factor(CONSUMER, REFERENCE_CLOCK_MHZ / 2) == pytest.approx(
+        2 ** CLOCK_OVERHEAD_EXPONENT)
+    assert clock_overhead_factor(DC, 1410) > 1.0 > clock_overhead_factor(CONSUMER, 2520)
+    # Apple's Metal GPUs (their own kernel class) are not scaled
+    assert clock_overhead_factor(SOC, 1000) == 1.0
+
+
+def test_slower_clock_costs_more_per_kernel():
+    a100 = load_hardware("nvidia-a100-sxm-80gb")
+    assert a100.boost_clock_mhz == 1410
+    slow = a100.effective_efficiency.kernel_overhead_s
+    fast = dataclasses.replace(a100, boost_clock_mhz=2820.0).effective_efficiency
+    none = dataclasses.replace(a100, boost_clock_mhz=None).effective_efficiency
+    assert slow / fast.kernel_overhead_s == pytest.approx(2 ** CLOCK_OVERHEAD_EXPONENT)
+    assert none.kernel_overhead_s == pytest.approx(
+        slow / clock_overhead_factor(DC, 1410))
+    # the rest of the efficiency does not move with the clock
+    assert dataclasses.replace(fast, kernel_overhead_s=slow) == a100.effective_efficiency
+
+
+def test_every_gpu_preset_with_a_clock_cites_it():
+    from llmpara_core.presets import list_presets
+    n = 0
+    for info in list_presets("hardware"):
+        hw, slug = load_hardware(info.slug), info.slug
+        if hw.boost_clock_mhz is not None:
+            n += 1
+            assert "boost_clock_MHz" in hw.source, slug
+            assert 300 <= hw.boost_clock_mhz <= 4000, slug
+    assert n >= 40
+
+
+@pytest.mark.parametrize("value, msg", [(0, "boost_clock_mhz"), (-5, "boost_clock_MHz"),
+                                        (1e9, "boost_clock_mhz"), ("fast", "boost_clock_MHz"),
+                                        (float("nan"), "boost_clock")])
+def test_bad_clock_is_refused(value, msg):
+    d = hardware_to_dict(load_hardware("nvidia-rtx-4090"))
+    d["boost_clock_MHz"] = value
+    with pytest.raises(ConfigError, match=msg):
+        hardware_from_dict(d, "bad.toml")
+
+
+def test_clock_round_trips():
+    hw = load_hardware("nvidia-rtx-4090")
+    d = hardware_to_dict(hw)
+    assert d["boost_clock_MHz"] == 2520
+    assert hardware_from_dict(d, "x.toml").boost_clock_mhz == 2520

@@ -497,11 +497,12 @@ def validation_view() -> None:
         "estimated time, also within a factor of 2 (geometric mean in [0.6, 1.25]). Each row "
         "is timed with the profile of the stack it measured (vLLM 0.4: `vllm-legacy`); the "
         "full prediction runs high at large batches on the H100, where the modelled static "
-        "batch's TPOT exceeds vLLM's measured one, and low on the batch-1 HF-eager rows "
-        "(E0273/E0274): there is no profile for HF eager, so they take the device's own values "
-        "and come out faster than measured. "
+        "batch's TPOT exceeds vLLM's measured one. The batch-1 HF-eager rows (E0273/E0274) "
+        "are timed by that stack's per-kernel cost, which is fitted on their own measured "
+        "time per token (no other rows measure HF eager), so for them only the power model "
+        "is checked. "
         "Sources: ML.ENERGY Leaderboard v2.0 and v1 (GPU energy via Zeus/NVML, no PUE); "
-        "nothing in the energy model was fitted to these rows.")
+        "nothing in the energy model's power constants was fitted to these rows.")
     st.dataframe(df, hide_index=True)
     _csv_button(df, "energy_validation", "m_val_csv")
 

@@ -28,7 +28,8 @@ from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
 TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "source", "notes",
             "memory_bandwidth_GBps",
             "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
-            "process_nm", "boost_clock_MHz", "peak_TFLOPS", "efficiency", "memory_tiers", "interconnect")
+            "process_nm", "boost_clock_MHz", "peak_TFLOPS", "efficiency", "memory_tiers",
+            "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
 # A stage hop (host hand-off per pipeline-stage boundary per pass) above 0.1 s is not a
 # runtime's cost but a typo.

@@ -28,7 +28,7 @@ from ui.scenario import chart_config, get_scenario, with_framework
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 ROOT = Path(__file__).resolve().parent.parent
-MEASUREMENTS = ROOT / "tests" / "data" / "energy_measurements.csv"
+MEASUREMENTS = ROOT / "presets" / "tables" / "energy_measurements.csv"
 REF_REGIONS = ("Global_Average", "US_Average", "US_California", "US_Texas", "EU_Average",
                "France", "Germany", "China", "Iceland")
 VIEWS = ("Energy", "Cost & carbon", "Compare hardware", "Validation")
@@ -446,7 +446,7 @@ def compare_view() -> None:
 def validation_view() -> None:
     st.subheader("Predicted energy per token vs published measurements")
     if not MEASUREMENTS.is_file():
-        st.warning("The measurement file tests/data/energy_measurements.csv is missing.")
+        st.warning("The measurement file presets/tables/energy_measurements.csv is missing.")
         return
     with st.spinner("Predicting every measurement…"):
         vs = _validation(str(MEASUREMENTS))

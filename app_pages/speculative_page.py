@@ -609,7 +609,7 @@ def published_view() -> None:
                         "batch", "gamma", "alpha", "mean_accepted_tokens", "measured_speedup",
                         "predicted_speedup", "error", "implied", "note", "source"]],
                  hide_index=True)
-    st.caption("Sources: tests/data/speculative_measurements.csv (Leviathan et al. 2023 "
+    st.caption("Sources: presets/tables/speculative_measurements.csv (Leviathan et al. 2023 "
                "Table 2; TensorRT-LLM DeepSeek-R1 MTP blog; llama.cpp; Spec-Bench; LM Studio / "
                "MLX issues; …). 'implied alpha' = the acceptance at which the model reproduces "
                "a speedup published without one; 'not modelled' rows say why.")

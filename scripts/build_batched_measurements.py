@@ -11,7 +11,7 @@
 * ``batched_throughput.csv`` vLLM 0.6 max-load ShareGPT rows -> ``output_tok_s`` with the
   running batch = vLLM's default max_num_seqs (256; the KV cache is not the limit at these
   lengths) and the mean output length = output tokens/s / requests/s (``maxload_rows``).
-* ``energy_measurements.csv`` (the mapped copy in tests/data/ names presets, the running batch
+* ``energy_measurements.csv`` (the mapped copy in presets/tables/ names presets, the running batch
   and the generated length): ML.ENERGY vLLM rows -> ``throughput_tok_s`` = the measured token
   throughput at the stated average running batch (a ShareGPT prompt of 256 tokens assumed, as
   in that file).
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = static_rows(args.validation / "batched_throughput.csv")
     rows += maxload_rows(args.validation / "batched_throughput.csv")
-    rows += energy_rows(ROOT / "tests" / "data" / "energy_measurements.csv")
+    rows += energy_rows(ROOT / "presets" / "tables" / "energy_measurements.csv")
     with args.out.open("w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, COLUMNS)
         w.writeheader()

@@ -8,7 +8,7 @@ Reads ``presets/tables/measurements.csv`` and ``batched_measurements.csv`` (or `
 maps every row to a scenario (``llmpara_core.calibration.measurements``), fits the class and
 memory-technology values on single-device llama.cpp rows, the stack profiles on their rows and
 the stacks of the tensor-parallel series on ``tp_measurements.toml``, HF eager's per-kernel
-cost on the measured time per token of its energy rows (``tests/data/energy_measurements.csv``;
+cost on the measured time per token of its energy rows (``presets/tables/energy_measurements.csv``;
 ``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
 regime, class and stack), and writes ``presets/tables/efficiency.toml``. Deterministic: the fit
 always starts from the provisional constants in ``llmpara_core/hardware.py`` and the cited
@@ -35,7 +35,7 @@ from llmpara_core.errors import LLMParaError
 from llmpara_core.metrics.energy import read_energy_measurements
 
 # Energy rows with a measured time per token time the stacks measured nowhere else (HF eager).
-ENERGY_ROWS = ROOT / "tests" / "data" / "energy_measurements.csv"
+ENERGY_ROWS = ROOT / "presets" / "tables" / "energy_measurements.csv"
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -81,7 +81,7 @@ def fit_info(data, mapped, skipped, summary) -> dict:
     info = {"data": str(data) if data else ("presets/tables/measurements.csv, "
                                             "presets/tables/batched_measurements.csv, "
                                             "presets/tables/tp_measurements.toml, "
-                                            "tests/data/energy_measurements.csv (HF eager)"),
+                                            "presets/tables/energy_measurements.csv (HF eager)"),
             "rows_mapped": len(mapped), "rows_skipped": len(skipped),
             "decode_median_abs_error": h.median_abs}
     for reg in validation.REGIMES:

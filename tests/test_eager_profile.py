@@ -14,7 +14,7 @@ from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload
 
-DATA = Path(__file__).parent / "data" / "energy_measurements.csv"
+DATA = Path(__file__).resolve().parents[1] / "presets" / "tables" / "energy_measurements.csv"
 
 
 def _eager_rows():

@@ -31,7 +31,7 @@ from llmpara_core.presets import list_presets, load_hardware, load_model
 from llmpara_core.units import HOURS_PER_YEAR
 from llmpara_core.workload import Workload
 
-DATA = Path(__file__).resolve().parent / "data" / "energy_measurements.csv"
+DATA = Path(__file__).resolve().parents[1] / "presets" / "tables" / "energy_measurements.csv"
 FP16 = PRECISION_PRESETS["FP16"]
 
 
@@ -378,7 +378,7 @@ def test_metrics_to_dict_is_plain_json():
 # Published measurements: ML.ENERGY Leaderboard v2 (vLLM, GPU energy via Zeus/NVML, online
 # serving with continuous batching; J/token = energy per request / output tokens, prefill
 # folded in) and v1 (HF eager, batch 1), single-GPU rows on A100-SXM4-40GB and H100 SXM
-# (tests/data/energy_measurements.csv, each row with its source).
+# (presets/tables/energy_measurements.csv, each row with its source).
 #
 # Stated tolerances (not fitted; no energy constant was tuned on these rows):
 # * power model given the measured time per step (``j_per_token_with_step_time``): every

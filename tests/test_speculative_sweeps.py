@@ -144,7 +144,7 @@ def test_cli_json_csv_and_table(capsys):
 
 
 @pytest.mark.parametrize("extra", [["--loo"], ["--refit"], ["--device", "nvidia-b200"],
-                                   ["--data", "tests/data/speculative_measurements.csv"]])
+                                   ["--data", "presets/tables/speculative_measurements.csv"]])
 def test_cli_options_that_do_not_apply_exit_2(extra, capsys):
     rc = main(["validate", "--regime", "speculative", *extra])
     err = capsys.readouterr().err

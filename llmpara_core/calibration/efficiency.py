@@ -422,7 +422,7 @@ HEADER = """\
 #                  (efficiency.SPEC_HOST_SEQ_S).
 #                  hf-eager (PyTorch eager via FastChat, measured only in the energy rows):
 #                  kernel_overhead_us fitted on the measured time per token of its two
-#                  ML.ENERGY v1 rows (batch 1, A100; tests/data/energy_measurements.csv):
+#                  ML.ENERGY v1 rows (batch 1, A100; presets/tables/energy_measurements.csv):
 #                  host-bound per-operator dispatch (stack_fit.fit_energy_profiles).
 # Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
 # device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of

@@ -203,7 +203,7 @@ def _borrowed(name: str, donor: str, fws: dict, rows: list[Mapped],
                         f"{own.note}".rstrip("; "))
 
 
-# Stacks measured only in the energy rows (tests/data/energy_measurements.csv, copied from
+# Stacks measured only in the energy rows (presets/tables/energy_measurements.csv, copied from
 # ../shared/validation/ with each row's source) that carry a measured time per step: PyTorch
 # eager (HF transformers via FastChat, ML.ENERGY v1). Batch-1 eager decoding is bound by the
 # host's per-operator dispatch, not by memory: one number is fitted, the absolute per-kernel

@@ -340,7 +340,7 @@ class EnergyMeasurement:
 
 
 def read_energy_measurements(path) -> tuple[EnergyMeasurement, ...]:
-    """Rows of a CSV in the format of ``tests/data/energy_measurements.csv`` ('#' lines are
+    """Rows of a CSV in the format of ``presets/tables/energy_measurements.csv`` ('#' lines are
     comments; J_per_output_token rows only)."""
     import csv
     out = []

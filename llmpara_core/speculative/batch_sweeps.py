@@ -1,7 +1,7 @@
 """Speculative speedup against batch size: validation on published batch sweeps.
 
 A *sweep* is one published series measured at several batch sizes: rows of
-``tests/data/speculative_measurements.csv`` with the same method, target, hardware, framework
+``presets/tables/speculative_measurements.csv`` with the same method, target, hardware, framework
 and source and the same modelled setup (``model_*`` columns: target preset, draft kind and
 preset, device and count, precision, stack), with a measured speedup and at least two distinct
 batches. The free-text ``draft_model`` column is not part of the key: it records settings the

@@ -1,13 +1,14 @@
 """Published speculative-decoding measurements and this model's predictions for them.
 
-The data are ``tests/data/speculative_measurements.csv``: a copy of the shared validation set
-(one row per published measurement, with its ``source``) plus ``model_*`` columns saying how a
+The data are ``presets/tables/speculative_measurements.csv``: a copy of the shared validation
+set (one row per published measurement, with its ``source``) plus ``model_*`` columns saying how a
 row is modelled here (target, draft, hardware and device count, precision, prompt and output
 length, gamma, and ``model_framework``: the stack whose efficiency profile the target's rates
 use, blank = the hardware class's generic profile) and ``in_test`` (whether the row is part of
 the tolerance test). Paths in ``model_target``/``model_draft``/``model_hardware`` are relative to
-``tests/data``. Batch sweeps (one published series at several batch sizes) are validated in
-``batch_sweeps``.
+``presets/tables`` (the T5 decoders and the two devices without a shipped preset are in its
+``speculative/`` folder). Batch sweeps (one published series at several batch sizes) are
+validated in ``batch_sweeps``.
 
 A row is *predicted* when it gives gamma and an acceptance (alpha) or a mean accepted length
 (E, tokens per target pass including the bonus token); it gets an *implied alpha* when it gives
@@ -31,7 +32,7 @@ from .engine import (Setup, Speculation, head_draft, implied_alpha, model_draft,
                           speedup)
 from ..workload import Workload
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "presets" / "tables"
 MEASUREMENTS_CSV = DATA_DIR / "speculative_measurements.csv"
 
 # The tolerance the test suite holds the rows marked in_test to (estimated rates): every row's
@@ -138,7 +139,7 @@ def load_measurements(path: str | None = None) -> tuple[Measurement, ...]:
 
 
 def _resolve(name: str) -> str:
-    """A preset name, or a path relative to tests/data."""
+    """A preset name, or a path relative to presets/tables."""
     if name.endswith(".toml") or name.endswith(".json"):
         return str(DATA_DIR / name)
     return name

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from .forward import forward_ops
-from .hardware import Efficiency, Hardware
+from .hardware import Efficiency, Hardware, fallback_notes
 from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, context_limit,
                      kv_cache_bytes, kv_cache_bytes_per_token, max_batch, weight_bytes)
 from .model import Model, ParamCounts, count_params
@@ -211,6 +211,7 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
     if used is not precision.compute_dtype:
         notes.append(f"{hardware.name} has no {precision.compute_dtype.value} peak; "
                      f"used its {used.value} peak")
+    notes += fallback_notes(hardware)
     return Report(
         model, hardware, precision, wl, count_params(model), w_bytes,
         kv_cache_bytes_per_token(model, precision),

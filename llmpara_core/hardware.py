@@ -343,6 +343,22 @@ def clock_overhead_factor(cls: HardwareClass, boost_clock_mhz: float | None) -> 
     return (REFERENCE_CLOCK_MHZ / boost_clock_mhz) ** CLOCK_OVERHEAD_EXPONENT
 
 
+def fallback_notes(hardware: "Hardware") -> list[str]:
+    """What the estimate of ``hardware`` takes from its class because its file leaves an
+    optional key out (nothing when the file sets its own ``[efficiency]``)."""
+    if hardware.efficiency is not None:
+        return []
+    notes = []
+    if hardware.hw_class in MEMORY_TYPE_CLASSES and hardware.memory_type is None:
+        notes.append(f"{hardware.name} has no memory_type: its weight-streaming bandwidth "
+                     f"fraction is its class's ({hardware.hw_class.value})")
+    if kernel_class(hardware.hw_class, hardware.architecture) in CLOCKED_CLASSES \
+            and not hardware.boost_clock_mhz:
+        notes.append(f"{hardware.name} has no boost_clock_MHz: its per-kernel launch cost is "
+                     f"taken at {REFERENCE_CLOCK_MHZ:,.0f} MHz")
+    return notes
+
+
 def generic_efficiency(cls: HardwareClass, memory_type, architecture, classes: dict | None = None,
                        memory_types: dict | None = None,
                        architectures: dict | None = None,

@@ -9,7 +9,7 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.hardware import (CLOCK_OVERHEAD_EXPONENT, REFERENCE_CLOCK_MHZ, HardwareClass,
                                    clock_overhead_factor)
 from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
-from llmpara_core.presets import load_hardware
+from llmpara_core.presets import load_hardware, load_model
 
 DC, CONSUMER, SOC = (HardwareClass.DATACENTER_GPU, HardwareClass.CONSUMER_GPU,
                      HardwareClass.UNIFIED_SOC)
@@ -66,3 +66,24 @@ def test_clock_round_trips():
     d = hardware_to_dict(hw)
     assert d["boost_clock_MHz"] == 2520
     assert hardware_from_dict(d, "x.toml").boost_clock_mhz == 2520
+
+
+def test_left_out_keys_are_said_in_the_result():
+    from llmpara_core.analysis import analyze
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.workload import Workload
+    model, fp16, wl = load_model("llama-3-8b"), precision_preset("FP16"), Workload(1, 64, 8)
+    hw = load_hardware("nvidia-rtx-4090")
+    assert not any("boost_clock" in n or "memory_type" in n
+                   for n in analyze(model, hw, fp16, wl).notes)
+    bare = dataclasses.replace(hw, boost_clock_mhz=None, memory_type=None)
+    notes = analyze(model, bare, fp16, wl).notes
+    assert any("no boost_clock_MHz" in n and "2,000 MHz" in n for n in notes)
+    assert any("no memory_type" in n and "consumer-gpu" in n for n in notes)
+    # a file with its own [efficiency] takes nothing from its class: nothing to say
+    own = dataclasses.replace(bare, efficiency=hw.effective_efficiency)
+    assert not any("boost_clock" in n or "memory_type" in n
+                   for n in analyze(model, own, fp16, wl).notes)
+    # Apple's GPUs (their own kernel class) are not clock-scaled
+    assert not any("boost_clock" in n for n in analyze(
+        model, load_hardware("apple-m2-ultra"), fp16, wl).notes)

@@ -19,7 +19,8 @@ from llmpara_core.cli import main
 from llmpara_core.efficiency_table import TABLE_PATH, read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.hardware import (CLASS_DEFAULTS, Architecture, Efficiency, HardwareClass,
-                                   MemoryType, generic_efficiency, kernel_class)
+                                   MemoryType, clock_overhead_factor, generic_efficiency,
+                                   kernel_class)
 from llmpara_core.hardware import PROVISIONAL_EFFICIENCY as _PROV
 from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
@@ -165,7 +166,11 @@ def test_unified_soc_on_a_discrete_gpu_architecture_uses_gpu_kernels():
     spark = load_hardware("nvidia-dgx-spark")
     table = calibration.default_table()
     gpu = table.classes[HardwareClass.CONSUMER_GPU]
-    assert spark.effective_efficiency.kernel_overhead_s == gpu.kernel_overhead_s
+    # the GPU kernels' per-kernel cost, at the GB10 GPU's own clock
+    assert spark.effective_efficiency.kernel_overhead_s == pytest.approx(
+        gpu.kernel_overhead_s * clock_overhead_factor(HardwareClass.CONSUMER_GPU,
+                                                      spark.boost_clock_mhz))
+    assert spark.boost_clock_mhz == 2418
 
 
 def test_table_documents_every_parameter():

@@ -8,8 +8,8 @@ Reads ``presets/tables/measurements.csv`` and ``batched_measurements.csv`` (or `
 maps every row to a scenario (``llmpara_core.calibration.measurements``), fits the class and
 memory-technology values on single-device llama.cpp rows, the stack profiles on their rows and
 the stacks of the tensor-parallel series on ``tp_measurements.toml``, HF eager's per-kernel
-cost on the measured time per token of its energy rows (``presets/tables/energy_measurements.csv``;
-``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
+cost on the measured time per token of its energy rows
+(``presets/tables/energy_measurements.csv``; ``llmpara_core.calibration.fitting``), checks the fit with leave-one-device-out refits (by
 regime, class and stack), and writes ``presets/tables/efficiency.toml``. Deterministic: the fit
 always starts from the provisional constants in ``llmpara_core/hardware.py`` and the cited
 architecture factors, so rerunning on the same data gives the same table.

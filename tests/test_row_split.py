@@ -112,3 +112,11 @@ def test_shipped_table_carries_the_copy_cost_for_llama_cpp_only():
     for r in _rows():
         p = validation.predict(r, t)
         assert 1 / 1.5 < p.estimated / p.measured < 1.5, r.measurement.row_id
+
+
+def test_implied_cost_bisects_a_growing_time():
+    from llmpara_core.calibration.fastpath import implied_cost
+    time_at = lambda c: 2.0 + 3.0 * c          # noqa: E731  (a time that grows with the cost)
+    assert implied_cost(time_at, 2.6, 1.0) == pytest.approx(0.2, abs=1e-9)
+    assert implied_cost(time_at, 1.5, 1.0) == 0.0        # already slower with no cost
+    assert implied_cost(time_at, 9.0, 1.0) is None       # beyond the ceiling: not such a cost

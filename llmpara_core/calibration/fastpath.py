@@ -130,6 +130,21 @@ def nelder_mead(f, x0, step: float = 0.3, iters: int = 400, tol: float = 1e-7) -
     return pts[int(np.argmin(vals))]
 
 
+def implied_cost(time_at, target: float, hi: float, iters: int = 40) -> float | None:
+    """The fixed cost c in [0, ``hi``] at which ``time_at(c)`` -- a modelled time that grows
+    with c -- equals a row's measured ``target`` (bisection): 0 when the model is already as
+    slow with no cost at all, None when even ``hi`` is too fast (not a cost of that kind)."""
+    if time_at(0.0) >= target:
+        return 0.0
+    if time_at(hi) <= target:
+        return None
+    lo = 0.0
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if time_at(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
 def _logit(p: float) -> float:
     p = min(max(p, 0.02), 0.9)       # start inside the range, where the loss has a slope
     return math.log(p / (1 - p))

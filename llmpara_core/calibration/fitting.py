@@ -36,7 +36,7 @@ import numpy as np
 from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
                          memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
-                       features, huber, nelder_mead, weights)
+                       features, huber, implied_cost, nelder_mead, weights)
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
                         clock_overhead_factor, kernel_class, memory_factor_key, memory_family)
 from ..units import S_PER_US
@@ -337,20 +337,12 @@ def fit_row_copy(rows: list[Mapped], table: EfficiencyTable) -> float | None:
     for r in row_split_rows(rows):
         base = table.efficiency_for(r.hardware, REFERENCE_FRAMEWORK)
 
-        def speed(c: float) -> float:
+        def slowness(c: float) -> float:          # 1 / speed: grows with the copy cost
             eff = replace(base, tp_row_copy_s=c)
-            return metric_value(r.measurement.metric, timings(r, eff)[1], r.workload)
-        target = r.measurement.value
-        if speed(0.0) <= target:
-            implied.append(0.0)
-            continue
-        if speed(MAX_ROW_COPY_S) >= target:
-            continue
-        lo, hi = 0.0, MAX_ROW_COPY_S
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if speed(mid) > target else (lo, mid)
-        implied.append((lo + hi) / 2)
+            return 1.0 / metric_value(r.measurement.metric, timings(r, eff)[1], r.workload)
+        c = implied_cost(slowness, 1.0 / r.measurement.value, MAX_ROW_COPY_S)
+        if c is not None:
+            implied.append(c)
     return float(np.median(implied)) if implied else None
 
 

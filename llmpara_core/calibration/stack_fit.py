@@ -14,7 +14,7 @@ import numpy as np
 from ..hardware import MAX_ACT_QUANT_KERNELS
 from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, cited_absolute,
                          EfficiencyTable, FrameworkProfile)
-from .fastpath import PRIOR_WEIGHT, features, huber, nelder_mead, weights
+from .fastpath import PRIOR_WEIGHT, features, huber, implied_cost, nelder_mead, weights
 from .measurements import Mapped, metric_value, regime, timings
 
 MIN_FRAMEWORK_ROWS = 2
@@ -216,7 +216,8 @@ MAX_EAGER_KERNEL_S = 1e-3
 def fit_energy_profiles(table: EfficiencyTable, fws: dict, measurements) -> dict:
     """Profiles of ``ENERGY_TIMED_STACKS`` without rows elsewhere: ``kernel_overhead_s`` on
     the ``measurements`` (``metrics.energy.EnergyMeasurement``) of that stack with a measured
-    time per step (median over rows of the value at which each is met, by bisection)."""
+    time per step (median over rows of the value at which each is met,
+    ``fastpath.implied_cost``; rows faster than the model with no such cost are left out)."""
     from ..analysis import analyze
     from ..precision import precision_preset
     from ..presets import load_hardware, load_model
@@ -240,14 +241,9 @@ def fit_energy_profiles(table: EfficiencyTable, fws: dict, measurements) -> dict
                 r = analyze(model, hw, prec, wl,
                             efficiency=_with(table, prof).efficiency_for(hw, name))
                 return r.estimated.e2e_latency_s / m.gen_len
-            if step_s(0.0) >= m.measured_s_per_step or \
-                    step_s(MAX_EAGER_KERNEL_S) <= m.measured_s_per_step:
-                continue
-            lo, hi = 0.0, MAX_EAGER_KERNEL_S
-            for _ in range(40):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if step_s(mid) < m.measured_s_per_step else (lo, mid)
-            implied.append((lo + hi) / 2)
+            k = implied_cost(step_s, m.measured_s_per_step, MAX_EAGER_KERNEL_S)
+            if k:         # 0: the row is faster than the model with no per-kernel cost
+                implied.append(k)
         if implied:
             out[name] = FrameworkProfile(
                 name, FRAMEWORKS[name][0], rows=len(implied),

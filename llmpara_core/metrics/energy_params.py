@@ -191,7 +191,8 @@ def energy_params(hardware: Hardware, dtype: DType, efficiency: Efficiency | Non
     """Energy constants of ``hardware`` running matmuls in ``dtype``.
 
     ``efficiency`` (default: the device's own -- what every scenario uses, whatever its stack)
-    sets the estimated roofline on which e_flop is calibrated to TDP; ``sizes`` = {"weight", "kv", "act": bytes} places data on tiered devices.
+    sets the estimated roofline on which e_flop is calibrated to TDP; ``sizes`` = {"weight",
+    "kv", "act": bytes} places data on tiered devices.
     """
     notes: list[str] = []
     cls = class_entry(hardware)

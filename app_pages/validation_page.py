@@ -224,7 +224,12 @@ def method(data: dict) -> None:
             "overhead**: scheduler and per-request CPU work of a serving engine; **stage hop**: "
             "llama.cpp's cost per device boundary of its layer split; **act-quant kernels**: "
             "extra launches per matmul with quantised weights (llama.cpp on GPUs turns the "
-            "activations into q8_1 in a kernel of their own first). Classes and memory "
+            "activations into q8_1 in a kernel of their own first); **stream limit**: llama.cpp's "
+            "matrix-vector kernels draw at most so many bytes per compute unit (SM) per clock "
+            "cycle, for 16-bit and for quantised weights — it binds where memory is wide and the "
+            "units few (an A100's HBM), not on GDDR cards; **kernel plan**: the operators a stack "
+            "fuses or splits (gpt-fast: one Q/K/V matmul, gate and up as two, residual adds "
+            "folded into the next norm). Classes and memory "
             "technologies are fitted on llama.cpp rows; a stack profile scales or replaces them. "
             "Every key is documented in presets/tables/efficiency.toml.")
         st.dataframe(pd.DataFrame(data["classes"]), hide_index=True)

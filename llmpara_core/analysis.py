@@ -211,7 +211,7 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
     if used is not precision.compute_dtype:
         notes.append(f"{hardware.name} has no {precision.compute_dtype.value} peak; "
                      f"used its {used.value} peak")
-    notes += fallback_notes(hardware)
+    notes += fallback_notes(hardware, efficiency)
     return Report(
         model, hardware, precision, wl, count_params(model), w_bytes,
         kv_cache_bytes_per_token(model, precision),
@@ -253,10 +253,10 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
                  *(getattr(o, f) * n for f in _BYTE_FIELDS),
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
-                 estimated_s=op_time_s(flops, mem, launches(n, o.quantized, est_r), est_r, comm,
-                                       o.kv_read_bytes * n,
+                 estimated_s=op_time_s(flops, mem, launches(n, o.quantized, est_r, o.name),
+                                       est_r, comm, o.kv_read_bytes * n,
                                        flops if o.kind is OpKind.ATTENTION else 0.0,
-                                       o.kv_reread_bytes * n),
+                                       o.kv_reread_bytes * n, o.weight_bytes * n, o.quantized),
                  kv_group=o.kv_group, quantized=o.quantized)
 
 
@@ -298,12 +298,14 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
             ti = _sum_max_affine(oa.flops * c / ideal_r.flops_per_s, oz.flops * c / ideal_r.flops_per_s,
                                  mem_a / ideal_r.bytes_per_s, mem_z / ideal_r.bytes_per_s, n)
             eff_a = effective_memory_bytes(mem_a, oa.kv_read_bytes * c, est_r,
-                                           oa.kv_reread_bytes * c)
+                                           oa.kv_reread_bytes * c, oa.weight_bytes * c,
+                                           oa.quantized)
             eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r,
-                                           oz.kv_reread_bytes * c)
+                                           oz.kv_reread_bytes * c, oz.weight_bytes * c,
+                                           oz.quantized)
             te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
                                  eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)
-            te += n * launches(c, oa.quantized, est_r) * est_r.kernel_overhead_s
+            te += n * launches(c, oa.quantized, est_r, oa.name) * est_r.kernel_overhead_s
             if est_r.link_bytes_per_s:
                 link = vals[-1] / est_r.link_bytes_per_s
                 te += link

@@ -77,6 +77,19 @@ class Topology(Enum):
 
 # Extra kernels per quantised matmul a hardware file may state (efficiency.act_quant_kernels).
 MAX_ACT_QUANT_KERNELS = 8.0
+# A compute unit streaming more than 1 kB per cycle is not a GPU (an SM's L1 moves ~128 B).
+MAX_STREAM_BYTES_PER_CU_CYCLE = 1024.0
+# Launches per execution of one operator a stack's kernel plan may state.
+MAX_PLAN_LAUNCHES = 8.0
+
+
+def plan_launches(plan: tuple, name: str | None) -> float:
+    """Kernel launches of one execution of operator ``name`` under a stack's kernel plan
+    (``Efficiency.kernel_plan``; 1 where the plan does not name it)."""
+    for n, k in plan:
+        if n == name:
+            return k
+    return 1.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +123,20 @@ class Efficiency:
     by rows across the devices and gathers on one device (llama.cpp's row split): every split
     matmul's input is copied to, and its output back from, each other device of the group --
     2 (TP - 1) copies per matmul, each costing this much beyond the link's own time (the host
-    drives them) -- in place of the per-block all-reduces of Megatron-style TP."""
+    drives them) -- in place of the per-block all-reduces of Megatron-style TP.
+    ``stream_bytes_per_cu_cycle`` > 0 caps the rate at which the stack's kernels stream an
+    operator's 16-bit (or wider) weights at that many bytes per compute unit (SM, CU, Xe core)
+    per clock cycle of the device (``Hardware.compute_units`` x ``boost_clock_mhz``);
+    ``quant_stream_bytes_per_cu_cycle`` the same for quantised weights (``Operator.quantized``).
+    A matrix-vector kernel keeps a bounded number of loads in flight per compute unit, so it
+    draws at most that many bytes per unit per DRAM latency (Little's law), whatever the
+    memory could deliver: the limit binds on wide memories fed by few units (llama.cpp's
+    matrix-vector kernels on an A100's HBM). 0 = no such limit (and none on a device whose
+    file gives no compute units or clock: ``roofline.weight_stream_limits``).
+    ``kernel_plan`` = ((operator name, launches per execution), ...) for the operators a stack
+    launches differently from one kernel each (``roofline.launches``): 0 where it fuses the
+    operator into a neighbour's kernel, 2 where it splits it in two; unnamed operators launch
+    one. Set by the stack's profile from its source, not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -124,6 +150,9 @@ class Efficiency:
     act_quant_kernels: float = 0.0
     spec_host_seq_s: float = 0.0
     tp_row_copy_s: float = 0.0
+    stream_bytes_per_cu_cycle: float = 0.0
+    quant_stream_bytes_per_cu_cycle: float = 0.0
+    kernel_plan: tuple = ()
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -141,6 +170,15 @@ class Efficiency:
                       hi=MAX_ACT_QUANT_KERNELS)
         require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
         require_float("efficiency.tp_row_copy_s", self.tp_row_copy_s, lo=0, hi=1)
+        for f in ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle"):
+            require_float(f"efficiency.{f}", getattr(self, f), lo=0,
+                          hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
+        if not isinstance(self.kernel_plan, tuple) or not all(
+                isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+                for p in self.kernel_plan):
+            raise ConfigError("efficiency.kernel_plan must be ((operator name, launches), ...)")
+        for name, n in self.kernel_plan:
+            require_float(f"efficiency.kernel_plan[{name}]", n, lo=0, hi=MAX_PLAN_LAUNCHES)
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =
@@ -343,12 +381,19 @@ def clock_overhead_factor(cls: HardwareClass, boost_clock_mhz: float | None) -> 
     return (REFERENCE_CLOCK_MHZ / boost_clock_mhz) ** CLOCK_OVERHEAD_EXPONENT
 
 
-def fallback_notes(hardware: "Hardware") -> list[str]:
+def fallback_notes(hardware: "Hardware", efficiency: Efficiency | None = None) -> list[str]:
     """What the estimate of ``hardware`` takes from its class because its file leaves an
-    optional key out (nothing when the file sets its own ``[efficiency]``)."""
-    if hardware.efficiency is not None:
-        return []
+    optional key out (nothing when the file sets its own ``[efficiency]``), and what it leaves
+    out of ``efficiency`` (default: the hardware's) for want of a key."""
+    eff = efficiency or hardware.effective_efficiency
     notes = []
+    if eff.stream_bytes_per_cu_cycle and not (hardware.compute_units
+                                              and hardware.boost_clock_mhz):
+        notes.append(f"{hardware.name} has no compute_units (or boost_clock_MHz): the bound on "
+                     f"how fast the stack's kernels stream weights per compute unit is not "
+                     f"applied")
+    if hardware.efficiency is not None:
+        return notes
     if hardware.hw_class in MEMORY_TYPE_CLASSES and hardware.memory_type is None:
         notes.append(f"{hardware.name} has no memory_type: its weight-streaming bandwidth "
                      f"fraction is its class's ({hardware.hw_class.value})")
@@ -430,6 +475,7 @@ class Hardware:
     memory_type: MemoryType | None = None      # main memory technology, None = unknown
     architecture: Architecture | None = None   # chip generation, None = unknown / research
     boost_clock_mhz: float | None = None       # GPU boost clock [MHz], None = unknown
+    compute_units: float | None = None         # SMs / CUs / Xe cores, None = unknown
 
     def __post_init__(self):
         check_name("hardware name", self.name)
@@ -446,7 +492,7 @@ class Hardware:
             raise ConfigError(f"{self.name}: at least one peak compute figure is required")
         for f, b in (("tdp_w", "power_w"), ("idle_w", "power_w"), ("price_usd", "price_usd"),
                      ("embodied_kgco2e", "embodied_kgco2e"), ("process_nm", "process_nm"),
-                     ("boost_clock_mhz", "clock_mhz")):
+                     ("boost_clock_mhz", "clock_mhz"), ("compute_units", "compute_units")):
             check_float(b, getattr(self, f), f, allow_none=True)
         for f, kind in (("memory_type", MemoryType), ("architecture", Architecture)):
             value = getattr(self, f)

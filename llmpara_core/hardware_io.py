@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, did_you_mean, short
-from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, Architecture, Efficiency, Hardware,
-                       HardwareClass, Interconnect, MemoryTier, MemoryType, Topology)
+from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, MAX_STREAM_BYTES_PER_CU_CYCLE,
+                       Architecture, Efficiency, Hardware, HardwareClass, Interconnect,
+                       MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .safeio import read_toml_file
 from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
@@ -28,14 +29,17 @@ from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
 TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "source", "notes",
             "memory_bandwidth_GBps",
             "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
-            "process_nm", "boost_clock_MHz", "peak_TFLOPS", "efficiency", "memory_tiers",
-            "interconnect")
+            "process_nm", "boost_clock_MHz", "compute_units", "peak_TFLOPS", "efficiency",
+            "memory_tiers", "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
 # A stage hop (host hand-off per pipeline-stage boundary per pass) above 0.1 s is not a
 # runtime's cost but a typo.
 MAX_STAGE_HOP_US = 1e5
 EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_hop_us",
-                   "act_quant_kernels")
+                   "act_quant_kernels", "stream_bytes_per_cu_cycle",
+                   "quant_stream_bytes_per_cu_cycle")
+# Efficiency fields written only where they differ from the class's (file key = field name).
+_CLASS_KEPT = ("act_quant_kernels", "stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
@@ -43,7 +47,7 @@ INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
 # Optional plain numbers at the top level: file key -> Hardware field (no unit conversion).
 _PLAIN_OPTIONAL = (("tdp_W", "tdp_w"), ("idle_W", "idle_w"), ("price_USD", "price_usd"),
                    ("embodied_kgCO2e", "embodied_kgco2e"), ("process_nm", "process_nm"),
-                   ("boost_clock_MHz", "boost_clock_mhz"))
+                   ("boost_clock_MHz", "boost_clock_mhz"), ("compute_units", "compute_units"))
 
 _SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -192,6 +196,8 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
                           hi=MAX_STAGE_HOP_US), S_PER_US)
     aq = _number(table, "act_quant_kernels", origin, "efficiency.act_quant_kernels",
                  hi=MAX_ACT_QUANT_KERNELS)
+    stream = {k: _number(table, k, origin, f"efficiency.{k}", hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
+              for k in ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")}
     return Efficiency(compute=default.compute if compute is None else compute,
                       memory=default.memory if memory is None else memory,
                       kernel_overhead_s=default.kernel_overhead_s if overhead is None
@@ -199,7 +205,8 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
                       kv_read=default.kv_read if kv_read is None else kv_read,
                       kv_reread=default.kv_reread,      # the reference stack's (not a key)
                       stage_hop_s=default.stage_hop_s if hop is None else hop,
-                      act_quant_kernels=default.act_quant_kernels if aq is None else aq)
+                      act_quant_kernels=default.act_quant_kernels if aq is None else aq,
+                      **{k: getattr(default, k) if v is None else v for k, v in stream.items()})
 
 
 def _tiers(data: dict, origin: str) -> tuple[MemoryTier, ...]:
@@ -392,9 +399,10 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         _put(eff, "kv_read", hw.efficiency.kv_read)
         if hw.efficiency.stage_hop_s:
             _put(eff, "stage_hop_us", hw.efficiency.stage_hop_s, S_PER_US)
-        aq = hw.efficiency.act_quant_kernels       # written only where it is not the class's
-        if aq != CLASS_DEFAULTS[hw.hw_class].efficiency.act_quant_kernels:
-            _put(eff, "act_quant_kernels", aq)
+        for key in _CLASS_KEPT:                    # written only where not the class's
+            value = getattr(hw.efficiency, key)
+            if value != getattr(CLASS_DEFAULTS[hw.hw_class].efficiency, key):
+                _put(eff, key, value)
         out["efficiency"] = eff
     if hw.memory_tiers:
         tiers = []

@@ -72,6 +72,8 @@ HARDWARE: dict[str, Bound] = {
     "process_nm": Bound(0.0, 1e4, "nm"),
     # boost clock: a microcontroller's 10 MHz to 20 GHz
     "clock_mhz": Bound(10.0, 20_000.0, "MHz"),
+    # compute units (SMs, CUs, Xe cores): one to a 100,000-unit wafer
+    "compute_units": Bound(1.0, 100_000.0, "units"),
     "latency_s": Bound(0.0, 10.0, "s"),
     "energy_j_per_byte": Bound(0.0, 1e-6, "J/B"),
     "energy_j_per_flop": Bound(0.0, 1e-6, "J/FLOP"),

@@ -5,16 +5,19 @@ time = max(FLOPs / peak, bytes / bandwidth) + kernels * overhead   (+ comm bytes
 *Ideal* uses peak rates and no overhead; *estimated* derates peak compute and bandwidth by the
 hardware's efficiency factors, streams KV-cache reads at ``kv_read`` of that bandwidth (the
 bytes count 1 / kv_read times; stacks that read K/V per query head stream them
-``kv_read_factor`` times) and adds a fixed launch overhead per kernel.
+``kv_read_factor`` times), streams weights no faster than the stack's kernels can draw them
+with the device's compute units (``weight_stream_limits``) and adds a fixed launch overhead
+per kernel.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import IDEAL, Efficiency, Hardware
+from .hardware import IDEAL, Efficiency, Hardware, plan_launches
 from .precision import DType
 
 
@@ -31,6 +34,18 @@ class Rates:
     attention_efficiency: float = 1.0    # attention FLOPs run at this fraction of flops_per_s
     kv_reread: float = 0.0               # share of K/V re-read per extra query head of a group
     act_quant_kernels: float = 0.0       # extra kernels per execution of a quantised matmul
+    weight_limit_bytes_per_s: float = 0.0        # 16-bit weights stream at most this fast
+    quant_weight_limit_bytes_per_s: float = 0.0  # quantised weights (0 = no limit)
+    kernel_plan: tuple = ()              # the stack's launches per operator (Efficiency)
+
+    def weight_excess(self, bytes_per_s: float | None = None) -> tuple[float, float]:
+        """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
+        (default: this rate's) because the stack's kernels stream weights no faster than
+        their limits: bytes_per_s / limit - 1 where the limit is lower, else 0."""
+        bw = self.bytes_per_s if bytes_per_s is None else bytes_per_s
+        return tuple(max(0.0, bw / lim - 1.0) if lim > 0 else 0.0
+                     for lim in (self.weight_limit_bytes_per_s,
+                                 self.quant_weight_limit_bytes_per_s))
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -51,19 +66,43 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
     link = None
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
-    return Rates(peak * eff.compute_at(tokens_in_flight),
-                 hardware.memory_bandwidth_bytes_per_s * eff.memory,
+    bw = hardware.memory_bandwidth_bytes_per_s * eff.memory
+    return Rates(peak * eff.compute_at(tokens_in_flight), bw,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
-                 eff.attention_compute, eff.kv_reread, eff.act_quant_kernels)
+                 eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
+                 *weight_stream_limits(hardware, eff), eff.kernel_plan)
 
 
-def launches(count, quantized, r):
-    """Kernel launches of ``count`` executions of an operator: one each, plus the stack's
-    activation-quantising kernels (``act_quant_kernels`` of ``r``, a ``Rates`` or an
-    ``Efficiency``) before each matmul with quantised weights (``Operator.quantized``).
-    ``quantized`` may be a bool or a 0/1 array."""
-    return count * (1.0 + r.act_quant_kernels * quantized)
+def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, float]:
+    """(16-bit, quantised) fastest rates [B/s] at which the stack's kernels stream weights on
+    ``hardware``: ``Efficiency.stream_bytes_per_cu_cycle`` (and its quantised twin) x the
+    device's compute units x its boost clock; 0 = no limit (the efficiency has none, or the
+    device's file lacks ``compute_units`` or ``boost_clock_MHz``)."""
+    units = getattr(hardware, "compute_units", None)
+    mhz = getattr(hardware, "boost_clock_mhz", None)
+    if not units or not mhz:
+        return 0.0, 0.0
+    cycles_per_s = units * mhz * 1e6
+    return (eff.stream_bytes_per_cu_cycle * cycles_per_s,
+            eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+
+
+def launches(count, quantized, r, name: str | None = None):
+    """Kernel launches of ``count`` executions of operator ``name``: as many each as the
+    stack's kernel plan says (``kernel_plan`` of ``r``, a ``Rates`` or an ``Efficiency``; 1
+    where it does not name the operator), each followed by the stack's activation-quantising
+    kernels (``act_quant_kernels``) when it is a matmul with quantised weights
+    (``Operator.quantized``). ``quantized`` may be a bool or a 0/1 array (then ``count`` an
+    array with the plan already applied: ``plan_factors``)."""
+    per = plan_launches(r.kernel_plan, name) if name is not None else 1.0
+    return count * per * (1.0 + r.act_quant_kernels * quantized)
+
+
+@functools.lru_cache(maxsize=256)
+def plan_factors(names: tuple, plan: tuple) -> np.ndarray:
+    """Launches per execution of each operator in ``names`` under ``plan``."""
+    return np.array([plan_launches(plan, n) for n in names])
 
 
 def kv_read_factor(kv_group, r: Rates):
@@ -76,27 +115,37 @@ def kv_read_factor(kv_group, r: Rates):
     return 1.0 + r.kv_reread * (kv_group - 1.0)
 
 
-def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates, kv_reread_bytes=0.0):
+def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates, kv_reread_bytes=0.0,
+                           weight_bytes=0.0, quantized=0.0):
     """``mem_bytes`` with its ``kv_read_bytes`` share counted 1 / kv_read_efficiency times,
     plus ``kv_reread`` x ``kv_reread_bytes`` (= KV reads x (kv_group - 1):
     ``Operator.kv_reread_bytes``) at the same rate -- together ``kv_read_factor`` x the KV
-    reads, each at kv_read_efficiency of the bandwidth."""
+    reads, each at kv_read_efficiency of the bandwidth -- and its ``weight_bytes`` share
+    counted 1 + ``Rates.weight_excess`` times (the quantised one where ``quantized``: a bool,
+    or a 0..1 array of each operator's quantised share of its weights)."""
+    out = mem_bytes
+    if r.weight_limit_bytes_per_s or r.quant_weight_limit_bytes_per_s:
+        ex, qex = r.weight_excess()
+        if ex or qex:
+            out = out + weight_bytes * (ex + (qex - ex) * quantized)
     if r.kv_read_efficiency == 1.0 and not r.kv_reread:
-        return mem_bytes
-    return (mem_bytes + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
+        return out
+    return (out + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)
             + kv_reread_bytes * (r.kv_reread / r.kv_read_efficiency))
 
 
 def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0,
-              attention_flops=0.0, kv_reread_bytes=0.0):
+              attention_flops=0.0, kv_reread_bytes=0.0, weight_bytes=0.0, quantized=0.0):
     """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
     ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially), of
     which ``kv_read_bytes`` are KV-cache reads (re-read per query head as
     ``effective_memory_bytes`` says with ``kv_reread_bytes``) and ``attention_flops``
-    attention FLOPs (counted 1 / attention_efficiency times). Works on floats and on numpy
-    arrays alike."""
+    attention FLOPs (counted 1 / attention_efficiency times), and ``weight_bytes`` weights
+    (quantised where ``quantized``) streamed within the stack's limit. Works on floats and on
+    numpy arrays alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
-    mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r, kv_reread_bytes)
+    mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r, kv_reread_bytes,
+                                       weight_bytes, quantized)
     if r.attention_efficiency != 1.0:
         flops = flops + attention_flops * (1.0 / r.attention_efficiency - 1.0)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):

@@ -153,7 +153,9 @@ def test_framework_names_and_profiles():
     ref = table.efficiency_for(H100, "llama.cpp")                   # the reference stack,
     assert ref.stage_hop_s > 0 and gen.stage_hop_s == 0             # plus its layer-split hop
     assert ref.tp_row_copy_s > 0 and gen.tp_row_copy_s == 0         # and its row-split copies
-    assert replace(ref, stage_hop_s=0.0, tp_row_copy_s=0.0) == gen
+    assert ref.stream_bytes_per_cu_cycle > 0 == gen.stream_bytes_per_cu_cycle  # kernels' bound
+    assert replace(ref, stage_hop_s=0.0, tp_row_copy_s=0.0, stream_bytes_per_cu_cycle=0.0,
+                   quant_stream_bytes_per_cu_cycle=0.0) == gen
     assert table.efficiency_for(H100, "mlx") == gen                 # no data: generic
     fast = table.efficiency_for(H100, "gpt-fast")
     assert fast.memory > gen.memory and fast.memory <= 1.0

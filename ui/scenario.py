@@ -325,7 +325,8 @@ def _overrides(state: dict) -> tuple[tuple[str, float], ...]:
 def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...],
                     name: str | None = None) -> Hardware:
     """The preset with the sidebar's edits (unit conversion only; the core validates), named
-    ``name`` (default: "<preset> (edited)")."""
+    ``name`` (default: "<preset> (edited)"). An edited bandwidth or peak drops the preset's
+    ``compute_units`` (a design point, as in the Design space)."""
     if not overrides:
         return hw
     o = dict(overrides)
@@ -335,6 +336,11 @@ def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...],
             changes[f"peak_{d}_flops_per_s"] = o[f"peak_{d}"] * FLOPS_PER_TFLOP
     if "bw" in o:
         changes["memory_bandwidth_bytes_per_s"] = o["bw"] * BYTES_PER_GB
+    if "bw" in o or any(f"peak_{d}" in o for d in DTYPES):
+        # a device with another bandwidth or peak is a design point, as in the Design space:
+        # its compute units are not known, so the preset's weight-streaming bound per unit
+        # (roofline.weight_stream_limits) is not carried over (the result says so)
+        changes["compute_units"] = None
     if "cap" in o:
         changes["memory_capacity_bytes"] = o["cap"] * BYTES_PER_GB
     if "tdp" in o:

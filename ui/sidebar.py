@@ -264,6 +264,7 @@ def _hardware_section(scn: Scenario | None) -> None:
                    f"{fmt_bytes(hw.memory_capacity_bytes)} (GB = 10⁹ B) · "
                    f"ridge at peak rates {sig(r.ridge_flops_per_byte)} FLOP/B"
                    + (f" · boost {hw.boost_clock_mhz:,.0f} MHz" if hw.boost_clock_mhz else "")
+                   + (f" · {hw.compute_units:,.0f} compute units" if hw.compute_units else "")
                    + (f" · {hw.interconnect.devices} devices" if hw.interconnect
                       and hw.interconnect.devices > 1 else ""))
     n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)

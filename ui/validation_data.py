@@ -7,6 +7,7 @@ import json
 
 from llmpara_core import calibration
 from llmpara_core.calibration import fitting, measurements as validation
+from llmpara_core.calibration.efficiency import KERNEL_PLANS
 from llmpara_core.calibration import summary as vs
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
@@ -62,6 +63,8 @@ def _framework_rows(table) -> list[dict]:
     return [{"framework": name, "memory ×": p.memory_scale, "overhead ×": p.overhead_scale,
              "compute ×": p.compute_scale,
              "values replaced": ", ".join(f"{k} = {v:.3g}" for k, v in p.absolute.items()),
+             "kernel plan (launches per operator)": ", ".join(
+                 f"{k} {v:g}" for k, v in sorted(KERNEL_PLANS.get(name, {}).items())) or "—",
              "native kernels": p.native_kernels, "rows": p.rows, "note": p.note}
             for name, p in table.frameworks.items()]
 

@@ -102,6 +102,23 @@ KV_PER_QUERY_HEAD = ("llama.cpp", "gpt-fast")
 # vLLM/TensorRT-LLM) dequantise the weights inside the matmul and read the activations as
 # they are: act_quant_kernels = 0.
 ACT_QUANT_STACKS = ("llama.cpp",)
+# The weight-streaming bound per compute unit and cycle (``Efficiency.stream_bytes_per_cu_cycle``
+# / ``quant_stream_bytes_per_cu_cycle``) is a property of a stack's matrix-vector kernels: only
+# the reference stack's profile carries one, fitted on its rows (fitting.fit_stream_limits; the
+# classes hold it only while the fit runs). Other stacks run kernels of their own (gpt-fast's
+# BF16 kernels draw ~1.4 TB/s from an A100, llama.cpp's F16 path ~0.9 TB/s), and the generic
+# estimate is stack-agnostic: no bound.
+STREAM_FIELDS = ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")
+# Kernel launches per execution of the operators a stack launches differently from one kernel
+# each (``Efficiency.kernel_plan``; read from the stack's source, not fitted). gpt-fast
+# (github pytorch-labs/gpt-fast model.py and mixtral-moe/model.py at 32971d3, the commit its
+# rows cite): Q, K and V are one ``wqkv`` matmul (k_proj, v_proj: 0); the SwiGLU gate and up
+# projections are two matmuls, w1 and w3 (ffn_gate_up: 2; its MoE experts' einsums are left at
+# one each: whether Inductor fuses the expert gather is not in the source); and torch.compile's
+# Inductor fuses each residual add, a pointwise op, into the RMSNorm reduction that reads its
+# output (residual_add: 0). 14 launches per dense layer become 11.
+KERNEL_PLANS = {"gpt-fast": {"k_proj": 0.0, "v_proj": 0.0, "ffn_gate_up": 2.0,
+                             "residual_add": 0.0}}
 # Host work per sequence per pass that a stack's overlap scheduler hides behind the GPU in plain
 # decoding and that its speculative modes pay serially (``Efficiency.spec_host_seq_s``). Cited,
 # not fitted: the one published batch sweep fits alpha on its smallest batch, and two rows
@@ -138,7 +155,9 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "stage_hop_us": ("stage_hop_s", S_PER_US),
                  "act_quant_kernels": ("act_quant_kernels", 1.0),
                  "spec_host_seq_us": ("spec_host_seq_s", S_PER_US),
-                 "tp_row_copy_us": ("tp_row_copy_s", S_PER_US)}
+                 "tp_row_copy_us": ("tp_row_copy_s", S_PER_US),
+                 "stream_bytes_per_cu_cycle": ("stream_bytes_per_cu_cycle", 1.0),
+                 "quant_stream_bytes_per_cu_cycle": ("quant_stream_bytes_per_cu_cycle", 1.0)}
 
 
 @dataclass(frozen=True)
@@ -173,6 +192,9 @@ class FrameworkProfile:
                       act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
+        plan = tuple(sorted(KERNEL_PLANS.get(self.name, {}).items()))
+        if plan != out.kernel_plan:
+            out = replace(out, kernel_plan=plan)
         return replace(out, **self.absolute) if self.absolute else out
 
 
@@ -406,6 +428,17 @@ HEADER = """\
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
 #                  vs number of GPUs (fitting.fit_stage_hop).
+#                  stream_bytes_per_cu_cycle, quant_stream_bytes_per_cu_cycle (llama.cpp) =
+#                  the most weight bytes per compute unit (SM / CU / Xe core) per clock cycle
+#                  its matrix-vector kernels stream, for 16-bit and for quantised weights: a
+#                  kernel keeps a bounded number of loads in flight per unit, so it draws at
+#                  most units x boost clock x this from memory (Little's law), whatever the
+#                  memory could deliver. Binds where the memory is wide and the units few
+#                  (A100 HBM2e: its F16 path ~0.9 TB/s, its Q4_K path ~1.2 TB/s of 2 TB/s;
+#                  on no GDDR card). Needs the preset's compute_units and boost_clock_MHz.
+#                  Fitted on the GPU reference decode rows, the classes and memory
+#                  technologies refitted around it (fitting.fit_stream_limits); a property of
+#                  llama.cpp's kernels: other stacks and the generic estimate have none.
 #                  tp_row_copy_us (llama.cpp): its tensor split is a row split -- each split
 #                  matmul's input goes to, and its output comes back from, every other device,
 #                  2 (TP - 1) host-driven copies per matmul in place of per-block all-reduces;
@@ -424,6 +457,11 @@ HEADER = """\
 #                  kernel_overhead_us fitted on the measured time per token of its two
 #                  ML.ENERGY v1 rows (batch 1, A100; presets/tables/energy_measurements.csv):
 #                  host-bound per-operator dispatch (stack_fit.fit_energy_profiles).
+#                  Kernel plans (not in this file; efficiency.KERNEL_PLANS, read from the
+#                  stack's source): launches per execution of the operators a stack fuses or
+#                  splits -- gpt-fast: Q, K, V in one wqkv matmul, gate and up as two (w1,
+#                  w3), each residual add folded into the next RMSNorm by Inductor (14 launches
+#                  per dense layer -> 11); its overhead_scale is fitted on top of that count.
 # Minimum data: a class or memory technology is fitted on >= 6 batch-1 decode rows (one
 # device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
 # the same chip together) and refits without it -- a class or technology left with too few
@@ -453,8 +491,9 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"kv_read = {_fmt(e.kv_read)}",
                   f"kv_reread = {_fmt(e.kv_reread)}",
                   f"act_quant_kernels = {_fmt(e.act_quant_kernels)}",
-                  f"attention_compute = {_fmt(e.attention_compute)}",
-                  f"rows = {table.class_rows[cls]}", ""]
+                  f"attention_compute = {_fmt(e.attention_compute)}"]
+        lines += [f"{k} = {_fmt(getattr(e, k))}" for k in STREAM_FIELDS if getattr(e, k)]
+        lines += [f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
         lines.append(f'[memory_type."{name}"]')
         lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]

@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
-from ..roofline import Rates, launches, op_time_s
+from ..roofline import Rates, launches, op_time_s, plan_factors, weight_stream_limits
 from ..units import S_PER_MS
 from .measurements import Mapped
 
@@ -34,6 +34,8 @@ class PhaseArrays:
     attention_flops: np.ndarray
     kv_reread_bytes: np.ndarray
     quantized: np.ndarray            # 1.0 for matmuls with quantised weights, else 0.0
+    weight_bytes: np.ndarray
+    names: tuple                     # operator names (the stack's kernel plan names them)
 
     @classmethod
     def of(cls, phase) -> "PhaseArrays":
@@ -47,14 +49,20 @@ class PhaseArrays:
                    np.array([r.flops if att and r.kind is OpKind.ATTENTION else 0.0
                              for r in rows]),
                    np.array([r.kv_reread_bytes for r in rows]),
-                   np.array([1.0 if r.quantized else 0.0 for r in rows]))
+                   np.array([1.0 if r.quantized else 0.0 for r in rows]),
+                   np.array([r.weight_bytes for r in rows]), tuple(r.name for r in rows))
 
     def time_s(self, r: Rates) -> float:
         return float(np.sum(op_time_s(self.flops, self.mem_bytes,
+                                      launches(self.kernels * plan_factors(
+                                          self.names, r.kernel_plan), self.quantized, r)
+                                      if r.kernel_plan else
                                       launches(self.kernels, self.quantized, r), r,
                                       kv_read_bytes=self.kv_read_bytes,
                                       attention_flops=self.attention_flops,
-                                      kv_reread_bytes=self.kv_reread_bytes))) + r.pass_overhead_s
+                                      kv_reread_bytes=self.kv_reread_bytes,
+                                      weight_bytes=self.weight_bytes,
+                                      quantized=self.quantized))) + r.pass_overhead_s
 
 
 @dataclass(frozen=True)
@@ -67,10 +75,12 @@ class RowFeatures:
     bandwidth_bytes_per_s: float
 
     def _rates(self, eff: Efficiency, tokens: float) -> Rates:
-        return Rates(self.peak_flops_per_s * eff.compute_at(tokens),
-                     self.bandwidth_bytes_per_s * eff.memory, eff.kernel_overhead_s, None, None,
+        bw = self.bandwidth_bytes_per_s * eff.memory
+        return Rates(self.peak_flops_per_s * eff.compute_at(tokens), bw,
+                     eff.kernel_overhead_s, None, None,
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
-                     eff.attention_compute, eff.kv_reread, eff.act_quant_kernels)
+                     eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
+                     *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan)
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload

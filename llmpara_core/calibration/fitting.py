@@ -33,8 +33,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
-                         memory_type_of)
+from .efficiency import (FRAMEWORKS, STREAM_FIELDS, EfficiencyTable, FrameworkProfile,
+                         architecture_of, memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
@@ -118,7 +118,9 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       kv_read=_sigmoid(x[2]),
                       attention_compute=(_sigmoid(x[4]) if fit_compute
                                          else base.attention_compute),
-                      kv_reread=base.kv_reread, act_quant_kernels=base.act_quant_kernels)
+                      kv_reread=base.kv_reread, act_quant_kernels=base.act_quant_kernels,
+                      stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
+                      quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle)
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
@@ -274,6 +276,68 @@ def _with_arch_memory(table: EfficiencyTable, rows: list[Mapped]) -> EfficiencyT
     return replace(table, architectures={k: v for k, v in arch.items() if v})
 
 
+# ---- weight-streaming limit per compute unit -------------------------------------------------
+
+# The reference stack's matrix-vector kernels stream weights at most at so many bytes per compute
+# unit per cycle (``Efficiency.stream_bytes_per_cu_cycle``, 16-bit weights, and
+# ``quant_stream_bytes_per_cu_cycle``, quantised): a kernel keeps a bounded number of loads in
+# flight per SM, so the bandwidth it draws is capped near units x clock x bytes in flight per
+# unit / DRAM latency (Little's law), whatever the memory could deliver. Fitted on the GPU
+# kernel classes' reference decode rows of devices whose files give compute units and a boost
+# clock, with the memory-technology values refitted around them (STREAM_ROUNDS alternations):
+# the limit binds only where the memory is wide and the units few -- the A100's HBM2e, where
+# llama.cpp's F16 path draws ~0.8 TB/s of 2 TB/s and its Q4_K path ~1.0 TB/s, while the same
+# kernels reach 80-90 % of an RTX A6000's or RTX 4000 Ada's GDDR6.
+STREAM_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)
+STREAM_GRID = (2.0, 4.0, 6.0, 8.0, 12.0, 64.0)   # bytes per unit per cycle; 64 binds nowhere
+STREAM_BOUNDS = (0.5, 1024.0)
+STREAM_ROUNDS = 1
+
+
+def stream_rows(rows: list[Mapped]) -> list[Mapped]:
+    """The rows the streaming limits are fitted on: reference decode rows of GPU kernel-class
+    devices with compute units and a boost clock."""
+    return [r for cls, rs in class_rows(rows).items() if cls in STREAM_CLASSES for r in rs
+            if r.measurement.metric == "decode_tok_s" and r.hardware.compute_units
+            and r.hardware.boost_clock_mhz]
+
+
+def fit_stream_limits(rows: list[Mapped], table: EfficiencyTable) -> tuple[float, float] | None:
+    """(16-bit, quantised) bytes per compute unit per cycle of the reference stack's
+    weight streaming on ``rows`` (``stream_rows``), everything else held at ``table``'s values;
+    None without ``MIN_DECODE_ROWS`` such rows of each kind."""
+    rs = stream_rows(rows)
+    quant = [r.precision.weight_ffn_bits < 16 for r in rs]
+    if min(sum(quant), len(rs) - sum(quant)) < MIN_DECODE_ROWS:
+        return None
+    feats, bases = [features(r) for r in rs], [table.efficiency_for(r.hardware) for r in rs]
+    meas = np.array([r.measurement.value for r in rs])
+    w = weights(rs)
+    lo, hi = (math.log(b) for b in STREAM_BOUNDS)
+
+    def unpack(x) -> dict:
+        return {"stream_bytes_per_cu_cycle": math.exp(min(hi, max(lo, x[0]))),
+                "quant_stream_bytes_per_cu_cycle": math.exp(min(hi, max(lo, x[1])))}
+
+    def loss(x):
+        vals = unpack(x)
+        pred = np.array([f.predict(replace(b, **vals)) for f, b in zip(feats, bases)])
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+    # the loss is flat wherever a limit binds nowhere: start from the best point of a grid
+    grid = [np.log([a, b]) for a in STREAM_GRID for b in STREAM_GRID]
+    x0 = min(grid, key=loss)
+    x = nelder_mead(loss, nelder_mead(loss, x0, step=0.3), step=0.05)
+    v = unpack(x)
+    return v["stream_bytes_per_cu_cycle"], v["quant_stream_bytes_per_cu_cycle"]
+
+
+def _with_stream(classes: dict, limits: tuple[float, float] | None) -> dict:
+    """``classes`` with the GPU kernel classes' streaming limits set (0 = none)."""
+    k16, kq = limits or (0.0, 0.0)
+    return {c: (replace(e, stream_bytes_per_cu_cycle=k16, quant_stream_bytes_per_cu_cycle=kq)
+                if c in STREAM_CLASSES else e) for c, e in classes.items()}
+
+
 # ---- layer-split hop cost --------------------------------------------------------------------
 
 MIN_HOP_GROUPS = 3
@@ -356,36 +420,36 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     memory-technology values of ``base`` (leave-one-out of a device without reference rows).
     ``energy`` = energy measurements (``metrics.energy.EnergyMeasurement``) that time the
     stacks measured nowhere else (``stack_fit.fit_energy_profiles``)."""
-    classes, counts = dict(base.classes), dict(base.class_rows)
     by_cls = class_rows(rows) if classes_too else {}
     # donors first; a class fitted in ``base`` is refitted or reset (values fitted on other
     # rows never survive a refit: no leak in leave-one-device-out)
-    todo = set(by_cls) | ({c for c, n in counts.items() if n} if classes_too else set())
-    for cls in sorted(todo, key=lambda c: (c in SHARED_OVERHEAD, c.value)):
-        rs = by_cls.get(cls, [])
-        if not fittable(rs):
-            classes[cls], counts[cls] = _start(cls, classes, counts), 0
-            continue
-        start = replace(_start(cls, classes, counts), kv_reread=REFERENCE_KV_REREAD,
-                        act_quant_kernels=REFERENCE_ACT_QUANT_KERNELS.get(cls, 0.0))
-        classes[cls] = fit_class([features(r) for r in rs], start,
-                                 _shared_overhead(cls, classes, counts))
-        counts[cls] = len(rs)
-    table = replace(base, classes=classes, class_rows=counts)
-    if classes_too:
-        mt, mt_rows = fit_memory_types(rows, table)
-        kept = {k: v for k, v in base.memory_types.items() if not base.memory_type_rows.get(k)}
-        table = replace(table, memory_types={**kept, **mt}, memory_type_rows=mt_rows)
-        table = _with_arch_memory(table, rows)
+    todo = set(by_cls) | ({c for c, n in base.class_rows.items() if n} if classes_too else set())
+    limits = None
+    for rnd in range(STREAM_ROUNDS + 1):
+        # round 0 without streaming limits; then the limits fitted on its values, and the
+        # classes and technologies refitted with them
+        table = _fit_reference(rows, base, by_cls, todo, limits, classes_too)
+        if rnd == STREAM_ROUNDS or not by_cls:
+            break
+        limits = fit_stream_limits(rows, table)
+        if limits is None:
+            break
+    # the classes held the streaming bound while the fit ran; it is the reference stack's
+    # (its kernels'), not the generic estimate's
+    table = replace(table, classes=_with_stream(table.classes, None))
+    stream = (dict(zip(STREAM_FIELDS, limits)) if limits else
+              {} if by_cls else {k: v for k, v in base.profile(REFERENCE_FRAMEWORK)
+                                 .absolute.items() if k in STREAM_FIELDS})
     fws = dict(base.frameworks)
     hop = fit_stage_hop(rows)
     ref = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
         act_quant=True,
         rows=sum(len(v) for v in by_cls.values()) or base.profile(REFERENCE_FRAMEWORK).rows,
-        absolute={"stage_hop_s": hop} if hop else {},
+        absolute={**({"stage_hop_s": hop} if hop else {}), **stream},
         note="reference stack: the class and memory-technology values are fitted on its rows"
-             + ("; stage_hop from its layer-split rows (step time vs devices)" if hop else ""))
+             + ("; stage_hop from its layer-split rows (step time vs devices)" if hop else "")
+             + ("; stream bounds per compute unit from its GPU rows" if stream else ""))
     fws[REFERENCE_FRAMEWORK] = ref
     table = replace(table, frameworks=fws)
     copy = fit_row_copy(rows, table)
@@ -413,6 +477,32 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
                 fws.update(fit_energy_profiles(replace(table, frameworks=dict(fws)), fws,
                                                energy))
     return replace(table, frameworks=fws)
+
+
+def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo: set,
+                   limits: tuple[float, float] | None, classes_too: bool) -> EfficiencyTable:
+    """``base`` with the classes in ``todo`` fitted on their reference rows ``by_cls`` (the
+    GPU kernel classes with the streaming ``limits``, None = none), then -- ``classes_too`` --
+    the memory technologies and architecture memory factors."""
+    classes, counts = dict(base.classes), dict(base.class_rows)
+    for cls in sorted(todo, key=lambda c: (c in SHARED_OVERHEAD, c.value)):
+        rs = by_cls.get(cls, [])
+        if not fittable(rs):
+            classes[cls], counts[cls] = _start(cls, classes, counts), 0
+            continue
+        start = replace(_start(cls, classes, counts), kv_reread=REFERENCE_KV_REREAD,
+                        act_quant_kernels=REFERENCE_ACT_QUANT_KERNELS.get(cls, 0.0))
+        start = _with_stream({cls: start}, limits)[cls]
+        classes[cls] = fit_class([features(r) for r in rs], start,
+                                 _shared_overhead(cls, classes, counts))
+        counts[cls] = len(rs)
+    table = replace(base, classes=classes, class_rows=counts)
+    if classes_too:
+        mt, mt_rows = fit_memory_types(rows, table)
+        kept = {k: v for k, v in base.memory_types.items() if not base.memory_type_rows.get(k)}
+        table = replace(table, memory_types={**kept, **mt}, memory_type_rows=mt_rows)
+        table = _with_arch_memory(table, rows)
+    return table
 
 
 def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:

@@ -298,7 +298,8 @@ class DesignContext:
                        tdp_w=point["tdp_w"], idle_w=None, price_usd=point["price_usd"],
                        embodied_kgco2e=point["embodied_kgco2e"], interconnect=None,
                        memory_tiers=(MemoryTier(mem.name, cap, bw, mem.j_per_byte),),
-                       efficiency=self.efficiency, source="design-space point", notes="")
+                       efficiency=self.efficiency, source="design-space point", notes="",
+                       compute_units=None)   # not a design variable: no streaming bound
 
 
 def design_name(point: dict) -> str:

@@ -65,7 +65,12 @@ class Profile:
 
 
 class _KVRate:
-    """The two fields of ``roofline.Rates`` that ``effective_memory_bytes`` reads."""
+    """The fields of ``roofline.Rates`` that ``effective_memory_bytes`` reads. No weight-
+    streaming limit: a design of the space has no compute-unit count
+    (``roofline.weight_stream_limits``)."""
+    weight_limit_bytes_per_s = 0.0
+    quant_weight_limit_bytes_per_s = 0.0
+
     def __init__(self, kv_read_efficiency: float, kv_reread: float = 0.0):
         self.kv_read_efficiency = kv_read_efficiency
         self.kv_reread = kv_reread
@@ -133,7 +138,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
     arrays = _sorted_sums(entries)
     return Profile(precision.compute_dtype, wl.batch, wl.prompt_len, wl.batch * wl.gen_len,
                    steps, hi - lo + 1, *arrays, tuple(varying),
-                   float(sum(launches(o.count, o.quantized, eff) for o in pre_ops)), dec_k,
+                   float(sum(launches(o.count, o.quantized, eff, o.name) for o in pre_ops)), dec_k,
                    pre_f + share * dec_f, pre_m + share * dec_m, needed)
 
 
@@ -156,7 +161,7 @@ def _decode_terms(model, precision, wl, lo, hi, kv, entries, scales=(1.0, 1.0), 
                 entries.append((n * ga, n * ta, 1))
             else:
                 varying.append((ga, gz, ta, tz, n))
-            dec_k += n * launches(c, oa.quantized, eff)
+            dec_k += n * launches(c, oa.quantized, eff, oa.name)
             dec_f += n * (fa + fz) / 2
             dec_m += n * (ma + mz) / 2
     return varying, dec_k, dec_f, dec_m

@@ -276,7 +276,7 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
         for r in ph.rows:
             if r.kind is OpKind.COMM:
                 continue
-            o = launches(r.count, r.quantized, er) * er.kernel_overhead_s
+            o = launches(r.count, r.quantized, er, r.name) * er.kernel_overhead_s
             rest = r.estimated_s - o
             c_est = r.compute_s * ir.flops_per_s / er.flops_per_s
             m_est = r.memory_s * ir.bytes_per_s / er.bytes_per_s

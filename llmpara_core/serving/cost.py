@@ -62,6 +62,8 @@ class _Stage:
     kernels: float             # kernel launches per pass
     comm: np.ndarray           # (3,) collective time [s] = c0 + cT T + cL L (estimated)
     energy: np.ndarray         # (4, features): FLOPs, weight, KV, activation bytes
+    weight: np.ndarray         # (features, ops) weight bytes (streamed within the stack's limit)
+    quantized: np.ndarray      # (ops,) 1 for matmuls with quantised weights
 
 
 class IterationCost:
@@ -125,7 +127,9 @@ class IterationCost:
             ops = _device_ops(ctx, s, b, n, c, 1)
             if names is None:
                 names = [o.name for o in ops]
-                kernels = float(sum(launches(o.count, o.quantized, ctx.est_r) for o in ops))
+                kernels = float(sum(launches(o.count, o.quantized, ctx.est_r, o.name)
+                                    for o in ops))
+                quantized = np.array([1.0 if o.quantized else 0.0 for o in ops])
             elif [o.name for o in ops] != names:
                 raise ConfigError(f"{self.model.name}: operators change with the batch mix; "
                                   f"the serving simulator cannot model it")
@@ -142,7 +146,7 @@ class IterationCost:
         energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
                            coef["act"].sum(1)])
         return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["kvrr"], coef["att"], kernels,
-                      self._fit_comm(s), energy)
+                      self._fit_comm(s), energy, coef["w"], quantized)
 
     def _fit_comm(self, s: int) -> np.ndarray:
         """Estimated collective time of stage ``s`` as c0 + cT T + cL L (alpha-beta is affine in
@@ -178,7 +182,8 @@ class IterationCost:
         (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
         r = self._rates
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
-        mem = effective_memory_bytes(F @ st.mem, F @ st.kv_read, r, F @ st.kv_reread)
+        mem = effective_memory_bytes(F @ st.mem, F @ st.kv_read, r, F @ st.kv_reread,
+                                     F @ st.weight, st.quantized)
         flops = F @ st.flops
         if r.attention_efficiency != 1.0:
             flops += (F @ st.attention) * (1.0 / r.attention_efficiency - 1.0)

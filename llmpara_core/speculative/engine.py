@@ -503,9 +503,10 @@ def time_by_kind(ops: tuple[Operator, ...], r: Rates, estimated: bool = True) ->
     out: dict[str, float] = {}
     for o in ops:
         t = op_time_s(o.flops * o.count, o.memory_bytes * o.count,
-                      launches(o.count, o.quantized, r) if estimated else 0,
+                      launches(o.count, o.quantized, r, o.name) if estimated else 0,
                       r, o.comm_bytes * o.count, o.kv_read_bytes * o.count,
-                      kv_reread_bytes=o.kv_reread_bytes * o.count)
+                      kv_reread_bytes=o.kv_reread_bytes * o.count,
+                      weight_bytes=o.weight_bytes * o.count, quantized=o.quantized)
         out[o.kind.value] = out.get(o.kind.value, 0.0) + t
     return out
 

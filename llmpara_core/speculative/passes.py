@@ -14,22 +14,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..operators import OpKind, Operator
-from ..roofline import Rates, effective_memory_bytes, launches, op_time_s
+from ..roofline import Rates, effective_memory_bytes, launches, op_time_s, plan_factors
 
-_FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ, _KV_REREAD = range(7)
+_FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ, _KV_REREAD, _QWEIGHT = range(8)
 
 
-def _table(ops: tuple[Operator, ...]) -> tuple[np.ndarray, tuple[float, float]]:
+def _table(ops: tuple[Operator, ...]) -> tuple[np.ndarray, tuple]:
     """Per-operator totals (x count) of one pass: rows FLOPs, memory bytes, communication bytes,
     weight bytes, KV bytes (read + written), KV bytes read, KV bytes re-read per query head
-    (``Operator.kv_reread_bytes``); and the executions of all operators and of the matmuls
-    with quantised weights (``roofline.launches``)."""
+    (``Operator.kv_reread_bytes``), quantised weight bytes; and per operator its executions,
+    whether its weights are quantised, and its name (``roofline.launches``)."""
     arr = np.array([[o.flops * o.count, o.memory_bytes * o.count, o.comm_bytes * o.count,
                      o.weight_bytes * o.count, (o.kv_read_bytes + o.kv_write_bytes) * o.count,
-                     o.kv_read_bytes * o.count, o.kv_reread_bytes * o.count]
-                    for o in ops], float).reshape(-1, 7).T
-    return arr, (float(sum(o.count for o in ops)),
-                 float(sum(o.count for o in ops if o.quantized)))
+                     o.kv_read_bytes * o.count, o.kv_reread_bytes * o.count,
+                     o.weight_bytes * o.count if o.quantized else 0.0]
+                    for o in ops], float).reshape(-1, 8).T
+    return arr, (np.array([float(o.count) for o in ops]),
+                 np.array([1.0 if o.quantized else 0.0 for o in ops]), tuple(o.name for o in ops))
 
 
 class _Pass:
@@ -45,12 +46,12 @@ class _Pass:
         if window is not None:
             bps.update({window, window + s - 1})
         self.bps = sorted(b for b in bps if b >= s)
-        self._cache: dict[int, tuple[np.ndarray, tuple[float, float]]] = {}
+        self._cache: dict[int, tuple[np.ndarray, tuple]] = {}
 
     def ops(self, c: int) -> tuple[Operator, ...]:
         return self._build(max(int(c), self.s))
 
-    def table(self, c: int) -> tuple[np.ndarray, tuple[float, float]]:
+    def table(self, c: int) -> tuple[np.ndarray, tuple]:
         c = max(int(c), self.s)
         if c not in self._cache:
             self._cache[c] = _table(self._build(c))
@@ -140,7 +141,9 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
             v1s.append(_at(ta, tz, a, z, c_first + j1 * dc))
             ms.append(j1 - j0 + 1)
             ws.append(w)
-            kerns.append(kern[0] + r.act_quant_kernels * kern[1])
+            counts, quantized, names = kern
+            kerns.append(float(np.sum(launches(counts * plan_factors(names, r.kernel_plan),
+                                               quantized, r))))
     out = _Sum()
     if not ms:
         return out
@@ -148,8 +151,10 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
     m, w = np.array(ms, float), np.array(ws, float)
     # memory time with KV-cache reads streamed at the device's KV-read efficiency (roofline);
     # affine in the context like the bytes themselves
-    mem0 = effective_memory_bytes(v0[:, _MEM], v0[:, _KV_READ], r, v0[:, _KV_REREAD])
-    mem1 = effective_memory_bytes(v1[:, _MEM], v1[:, _KV_READ], r, v1[:, _KV_REREAD])
+    mem0 = effective_memory_bytes(v0[:, _MEM], v0[:, _KV_READ], r, v0[:, _KV_REREAD],
+                                  v0[:, _WEIGHT], _quant_share(v0))
+    mem1 = effective_memory_bytes(v1[:, _MEM], v1[:, _KV_READ], r, v1[:, _KV_REREAD],
+                                  v1[:, _WEIGHT], _quant_share(v1))
     t = _sum_max_affine_vec(v0[:, _FLOPS] / r.flops_per_s, v1[:, _FLOPS] / r.flops_per_s,
                             mem0 / r.bytes_per_s, mem1 / r.bytes_per_s, m[:, None])
     out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
@@ -162,11 +167,18 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
     return out
 
 
+def _quant_share(v: np.ndarray) -> np.ndarray:
+    """Share of each operator's weight bytes that is quantised (0 where it has none)."""
+    w = v[:, _WEIGHT]
+    return np.divide(v[:, _QWEIGHT], w, out=np.zeros_like(w), where=w > 0)
+
+
 def _pass_time_s(ops: tuple[Operator, ...], r: Rates, estimated: bool) -> float:
     return sum(op_time_s(o.flops * o.count, o.memory_bytes * o.count,
-                         launches(o.count, o.quantized, r) if estimated else 0, r,
+                         launches(o.count, o.quantized, r, o.name) if estimated else 0, r,
                          o.comm_bytes * o.count,
                          o.kv_read_bytes * o.count,
                          o.flops * o.count if o.kind is OpKind.ATTENTION else 0.0,
-                         o.kv_reread_bytes * o.count) for o in ops)
+                         o.kv_reread_bytes * o.count, o.weight_bytes * o.count,
+                         o.quantized) for o in ops)
 

@@ -84,7 +84,7 @@ from ..hardware import Efficiency, Hardware, MemoryTier
 from ..model import Model
 from ..operators import OpKind, Operator
 from ..precision import Precision
-from ..roofline import kv_read_factor, launches, rates
+from ..roofline import Rates, kv_read_factor, launches, rates
 from .placement import (  # noqa: F401  (re-exported: the placement half of the model)
     CATEGORIES, CATEGORY_RANK, DEFAULT_PREFILL_CHUNK, MIGRATION_BITS, OVERLAPS, STRATEGIES,
     WEIGHT_CATEGORIES, Item, Placement, _decode_range, _touched, build_items,
@@ -343,8 +343,9 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
             row[3] = row[3] + mean(pa[1], pz[1])
             for key, r, bw, kx, slot in (("ideal", ri, bwi, kxi, 6), ("est", re_, bwe, kxe, 7)):
                 u0, u1 = fa / r.flops_per_s, fz / r.flops_per_s
-                v0, v1 = _mem_s(pa, bw, kx), _mem_s(pz, bw, kx)
-                ovh = (launches(oa.count, oa.quantized, r) * r.kernel_overhead_s
+                v0 = _mem_s(pa, bw, kx, r, oa.quantized)
+                v1 = _mem_s(pz, bw, kx, r, oz.quantized)
+                ovh = (launches(oa.count, oa.quantized, r, oa.name) * r.kernel_overhead_s
                        if key == "est" else 0.0)
                 t_op = _sum_max_affine(u0, u1, v0, v1, n) + n * (latency + ovh)
                 row[slot] += t_op
@@ -367,7 +368,8 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
             sums["kv_r"] += mean(pa[5], pz[5])
             sums["flops"] += mean(fa, fz)
             sums["lat"] += n * latency
-            sums["ovh"] += n * launches(oa.count, oa.quantized, re_) * re_.kernel_overhead_s
+            sums["ovh"] += (n * launches(oa.count, oa.quantized, re_, oa.name)
+                            * re_.kernel_overhead_s)
         for key in ("ideal", "est"):
             step_u[key].append((*seg[key], n))
     if overlap == "step":
@@ -418,10 +420,26 @@ def _latency(lat: np.ndarray, touched: np.ndarray) -> float:
     return float(lat[touched].max()) if touched.any() else 0.0
 
 
-def _mem_s(parts, bw: np.ndarray, kv_extra: np.ndarray) -> float:
+def _mem_s(parts, bw: np.ndarray, kv_extra: np.ndarray, r: Rates | None = None,
+           quantized: bool = False) -> float:
     """Streaming time of one operator's per-tier bytes: sum over tiers of bytes / bandwidth,
-    plus the KV-cache reads' extra time per byte (``parts`` from ``op_parts``)."""
-    return float((parts[0] / bw).sum() + (parts[5] * kv_extra).sum())
+    plus the KV-cache reads' extra time per byte (``parts`` from ``op_parts``), plus the time
+    its weights take beyond it where the stack streams them no faster than its limit
+    (``roofline.weight_stream_limits``; ``r`` = the estimated rates).
+    """
+    return float((parts[0] / bw).sum() + (parts[5] * kv_extra).sum()
+                 + _weight_limit_s(parts[1], bw, r, quantized))
+
+
+def _weight_limit_s(weight: np.ndarray, bw: np.ndarray, r: Rates | None, quantized: bool) -> float:
+    """Extra time [s] of per-tier ``weight`` bytes read at min(tier bandwidth, the rates'
+    weight-streaming limit) instead of the tier bandwidth."""
+    if r is None:
+        return 0.0
+    lim = r.quant_weight_limit_bytes_per_s if quantized else r.weight_limit_bytes_per_s
+    if lim <= 0:
+        return 0.0
+    return float((weight * np.maximum(0.0, 1.0 / lim - 1.0 / bw)).sum())
 
 
 def _prefill_time(model, precision, wl, idx, lat, prefetch, rate_sets, nt, overlap):
@@ -440,8 +458,9 @@ def _prefill_time(model, precision, wl, idx, lat, prefetch, rate_sets, nt, overl
             tb = w + kv + a
             touched = tb > 0 if not prefetch else dep
             c = o.flops * o.count * _attention_factor(o, r) / r.flops_per_s
-            m = float((tb / bw).sum() + (kv_r * kx).sum())
-            k = _latency(lat, touched) * o.count + (launches(o.count, o.quantized, r)
+            m = (float((tb / bw).sum() + (kv_r * kx).sum())
+                 + _weight_limit_s(w, bw, r, o.quantized))
+            k = _latency(lat, touched) * o.count + (launches(o.count, o.quantized, r, o.name)
                                                           * r.kernel_overhead_s if est else 0.0)
             total += max(c, m) + k
             comp += c

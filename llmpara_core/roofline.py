@@ -38,12 +38,11 @@ class Rates:
     quant_weight_limit_bytes_per_s: float = 0.0  # quantised weights (0 = no limit)
     kernel_plan: tuple = ()              # the stack's launches per operator (Efficiency)
 
-    def weight_excess(self, bytes_per_s: float | None = None) -> tuple[float, float]:
+    def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
-        (default: this rate's) because the stack's kernels stream weights no faster than
-        their limits: bytes_per_s / limit - 1 where the limit is lower, else 0."""
-        bw = self.bytes_per_s if bytes_per_s is None else bytes_per_s
-        return tuple(max(0.0, bw / lim - 1.0) if lim > 0 else 0.0
+        because the stack's kernels stream weights no faster than their limits:
+        bytes_per_s / limit - 1 where the limit is lower, else 0."""
+        return tuple(max(0.0, self.bytes_per_s / lim - 1.0) if lim > 0 else 0.0
                      for lim in (self.weight_limit_bytes_per_s,
                                  self.quant_weight_limit_bytes_per_s))
 

@@ -7,6 +7,9 @@
 2. **Memory technologies** -- the same rows grouped by the preset's ``memory_type``: ``memory``
    with the kernel class's overhead, KV-read fraction and compute held (the same minimum of
    rows; devices without ``memory_type`` use their class).
+   Then the reference stack's **weight-streaming bound per compute unit** (16-bit and
+   quantised weights, ``fit_stream_limits``) on the GPU rows of devices with compute units,
+   and 1-2 refitted with it (``STREAM_ROUNDS``); the bound goes to the llama.cpp profile.
 3. **Stacks** -- with 1-2 fixed, each other stack's ``memory_scale`` and ``overhead_scale`` on
    its batch-1 decode rows, ``compute_scale`` on its prefill/TTFT rows and, on its batched rows
    (running or static batch > 1, single device), the absolute ``compute``,

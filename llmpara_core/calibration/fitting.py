@@ -431,7 +431,10 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     for rnd in range(STREAM_ROUNDS + 1):
         # round 0 without streaming limits; then the limits fitted on its values, and the
         # classes and technologies refitted with them
-        table = _fit_reference(rows, base, by_cls, todo, limits, classes_too)
+        # (a refit with the bound changes only the classes that carry it: the others keep
+        # their round-0 values)
+        table = _fit_reference(rows, table if rnd else base, by_cls,
+                               todo & set(STREAM_CLASSES) if rnd else todo, limits, classes_too)
         if rnd == STREAM_ROUNDS or not by_cls:
             break
         limits = fit_stream_limits(rows, table)

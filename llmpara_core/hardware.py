@@ -79,6 +79,8 @@ class Topology(Enum):
 MAX_ACT_QUANT_KERNELS = 8.0
 # A compute unit streaming more than 1 kB per cycle is not a GPU (an SM's L1 moves ~128 B).
 MAX_STREAM_BYTES_PER_CU_CYCLE = 1024.0
+# The two weight-streaming bounds of an Efficiency (16-bit, quantised weights).
+STREAM_FIELDS = ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")
 # Launches per execution of one operator a stack's kernel plan may state.
 MAX_PLAN_LAUNCHES = 8.0
 
@@ -170,7 +172,7 @@ class Efficiency:
                       hi=MAX_ACT_QUANT_KERNELS)
         require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
         require_float("efficiency.tp_row_copy_s", self.tp_row_copy_s, lo=0, hi=1)
-        for f in ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle"):
+        for f in STREAM_FIELDS:
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
                           hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
         if not isinstance(self.kernel_plan, tuple) or not all(

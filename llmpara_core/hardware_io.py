@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import ConfigError, did_you_mean, short
 from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, MAX_STREAM_BYTES_PER_CU_CYCLE,
-                       Architecture, Efficiency, Hardware, HardwareClass, Interconnect,
+                       STREAM_FIELDS, Architecture, Efficiency, Hardware, HardwareClass, Interconnect,
                        MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .safeio import read_toml_file
@@ -36,10 +36,9 @@ PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = al
 # runtime's cost but a typo.
 MAX_STAGE_HOP_US = 1e5
 EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_hop_us",
-                   "act_quant_kernels", "stream_bytes_per_cu_cycle",
-                   "quant_stream_bytes_per_cu_cycle")
+                   "act_quant_kernels") + STREAM_FIELDS
 # Efficiency fields written only where they differ from the class's (file key = field name).
-_CLASS_KEPT = ("act_quant_kernels", "stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")
+_CLASS_KEPT = ("act_quant_kernels",) + STREAM_FIELDS
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
@@ -197,7 +196,7 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
     aq = _number(table, "act_quant_kernels", origin, "efficiency.act_quant_kernels",
                  hi=MAX_ACT_QUANT_KERNELS)
     stream = {k: _number(table, k, origin, f"efficiency.{k}", hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
-              for k in ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")}
+              for k in STREAM_FIELDS}
     return Efficiency(compute=default.compute if compute is None else compute,
                       memory=default.memory if memory is None else memory,
                       kernel_overhead_s=default.kernel_overhead_s if overhead is None

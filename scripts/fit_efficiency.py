@@ -120,10 +120,7 @@ def _print_table(table) -> None:
     for cls, rows in table.class_rows.items():
         e = table.classes[cls]
         print(f"{cls.value:16s} {e.memory:6.3f}  {e.compute:7.3f}  "
-              f"{e.kernel_overhead_s * 1e6:11.2f}  {e.kv_read:7.3f}  {rows}"
-              + (f"  stream {e.stream_bytes_per_cu_cycle:.3g} / "
-                 f"{e.quant_stream_bytes_per_cu_cycle:.3g} B per unit-cycle"
-                 if e.stream_bytes_per_cu_cycle else ""))
+              f"{e.kernel_overhead_s * 1e6:11.2f}  {e.kv_read:7.3f}  {rows}")
     for name, v in sorted(table.memory_types.items()):
         print(f"memory_type {name:10s} " + "  ".join(f"{k}={x:.3f}" for k, x in v.items()))
     print("\nstack            memory_scale  compute_scale  overhead_scale  rows  absolute")

@@ -51,12 +51,17 @@ def test_every_gpu_preset_with_a_clock_cites_it():
     assert n >= 40
 
 
-@pytest.mark.parametrize("value, msg", [(0, "boost_clock_mhz"), (-5, "boost_clock_MHz"),
-                                        (1e9, "boost_clock_mhz"), ("fast", "boost_clock_MHz"),
-                                        (float("nan"), "boost_clock")])
-def test_bad_clock_is_refused(value, msg):
+@pytest.mark.parametrize("key, value, msg", [
+    ("boost_clock_MHz", 0, "boost_clock_mhz"), ("boost_clock_MHz", -5, "boost_clock_MHz"),
+    ("boost_clock_MHz", 1e9, "boost_clock_mhz"), ("boost_clock_MHz", "fast", "boost_clock_MHz"),
+    ("boost_clock_MHz", float("nan"), "boost_clock"),
+    # the compute units that bound a stack's weight streaming (test_stream_limit.py)
+    ("compute_units", 0, "compute_units"), ("compute_units", -3, "compute_units"),
+    ("compute_units", 1e9, "compute_units"), ("compute_units", "many", "compute_units"),
+    ("compute_units", float("nan"), "compute_units")])
+def test_bad_clock_or_units_are_refused(key, value, msg):
     d = hardware_to_dict(load_hardware("nvidia-rtx-4090"))
-    d["boost_clock_MHz"] = value
+    d[key] = value
     with pytest.raises(ConfigError, match=msg):
         hardware_from_dict(d, "bad.toml")
 

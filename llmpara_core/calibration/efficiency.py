@@ -107,8 +107,8 @@ ACT_QUANT_STACKS = ("llama.cpp",)
 # the reference stack's profile carries one, fitted on its rows (fitting.fit_stream_limits; the
 # classes hold it only while the fit runs). Other stacks run kernels of their own (gpt-fast's
 # BF16 kernels draw ~1.4 TB/s from an A100, llama.cpp's F16 path ~0.9 TB/s), and the generic
-# estimate is stack-agnostic: no bound.
-STREAM_FIELDS = ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")
+# estimate is stack-agnostic: no bound. (It is an ABSOLUTE_KEYS entry of the llama.cpp profile.)
+
 # Kernel launches per execution of the operators a stack launches differently from one kernel
 # each (``Efficiency.kernel_plan``; read from the stack's source, not fitted). gpt-fast
 # (github pytorch-labs/gpt-fast model.py and mixtral-moe/model.py at 32971d3, the commit its
@@ -491,9 +491,8 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"kv_read = {_fmt(e.kv_read)}",
                   f"kv_reread = {_fmt(e.kv_reread)}",
                   f"act_quant_kernels = {_fmt(e.act_quant_kernels)}",
-                  f"attention_compute = {_fmt(e.attention_compute)}"]
-        lines += [f"{k} = {_fmt(getattr(e, k))}" for k in STREAM_FIELDS if getattr(e, k)]
-        lines += [f"rows = {table.class_rows[cls]}", ""]
+                  f"attention_compute = {_fmt(e.attention_compute)}",
+                  f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
         lines.append(f'[memory_type."{name}"]')
         lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]

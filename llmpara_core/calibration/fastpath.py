@@ -53,11 +53,10 @@ class PhaseArrays:
                    np.array([r.weight_bytes for r in rows]), tuple(r.name for r in rows))
 
     def time_s(self, r: Rates) -> float:
+        executions = (self.kernels * plan_factors(self.names, r.kernel_plan) if r.kernel_plan
+                      else self.kernels)
         return float(np.sum(op_time_s(self.flops, self.mem_bytes,
-                                      launches(self.kernels * plan_factors(
-                                          self.names, r.kernel_plan), self.quantized, r)
-                                      if r.kernel_plan else
-                                      launches(self.kernels, self.quantized, r), r,
+                                      launches(executions, self.quantized, r), r,
                                       kv_read_bytes=self.kv_read_bytes,
                                       attention_flops=self.attention_flops,
                                       kv_reread_bytes=self.kv_reread_bytes,

@@ -9,7 +9,7 @@
    rows; devices without ``memory_type`` use their class).
    Then the reference stack's **weight-streaming bound per compute unit** (16-bit and
    quantised weights, ``fit_stream_limits``) on the GPU rows of devices with compute units,
-   and 1-2 refitted with it (``STREAM_ROUNDS``); the bound goes to the llama.cpp profile.
+   and the GPU classes and 2 refitted once with it; the bound goes to the llama.cpp profile.
 3. **Stacks** -- with 1-2 fixed, each other stack's ``memory_scale`` and ``overhead_scale`` on
    its batch-1 decode rows, ``compute_scale`` on its prefill/TTFT rows and, on its batched rows
    (running or static batch > 1, single device), the absolute ``compute``,
@@ -36,12 +36,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from .efficiency import (FRAMEWORKS, STREAM_FIELDS, EfficiencyTable, FrameworkProfile,
-                         architecture_of, memory_type_of)
+from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
+                         memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
-from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, Efficiency, HardwareClass,
-                        clock_overhead_factor, kernel_class, memory_factor_key, memory_family)
+from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIELDS, Efficiency,
+                        HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
+                        memory_family)
 from ..units import S_PER_US
 from .measurements import (Mapped, efficiency_class, lacks_tensor_peak,  # noqa: F401
                            metric_value, timings)
@@ -287,14 +288,13 @@ def _with_arch_memory(table: EfficiencyTable, rows: list[Mapped]) -> EfficiencyT
 # flight per SM, so the bandwidth it draws is capped near units x clock x bytes in flight per
 # unit / DRAM latency (Little's law), whatever the memory could deliver. Fitted on the GPU
 # kernel classes' reference decode rows of devices whose files give compute units and a boost
-# clock, with the memory-technology values refitted around them (STREAM_ROUNDS alternations):
+# clock, with the classes and memory-technology values refitted once around them:
 # the limit binds only where the memory is wide and the units few -- the A100's HBM2e, where
 # llama.cpp's F16 path draws ~0.8 TB/s of 2 TB/s and its Q4_K path ~1.0 TB/s, while the same
 # kernels reach 80-90 % of an RTX A6000's or RTX 4000 Ada's GDDR6.
 STREAM_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)
 STREAM_GRID = (2.0, 4.0, 6.0, 8.0, 12.0, 64.0)   # bytes per unit per cycle; 64 binds nowhere
 STREAM_BOUNDS = (0.5, 1024.0)
-STREAM_ROUNDS = 1
 
 
 def stream_rows(rows: list[Mapped]) -> list[Mapped]:
@@ -427,25 +427,21 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     # donors first; a class fitted in ``base`` is refitted or reset (values fitted on other
     # rows never survive a refit: no leak in leave-one-device-out)
     todo = set(by_cls) | ({c for c, n in base.class_rows.items() if n} if classes_too else set())
-    limits = None
-    for rnd in range(STREAM_ROUNDS + 1):
-        # round 0 without streaming limits; then the limits fitted on its values, and the
-        # classes and technologies refitted with them
-        # (a refit with the bound changes only the classes that carry it: the others keep
-        # their round-0 values)
-        table = _fit_reference(rows, table if rnd else base, by_cls,
-                               todo & set(STREAM_CLASSES) if rnd else todo, limits, classes_too)
-        if rnd == STREAM_ROUNDS or not by_cls:
-            break
-        limits = fit_stream_limits(rows, table)
-        if limits is None:
-            break
-    # the classes held the streaming bound while the fit ran; it is the reference stack's
-    # (its kernels'), not the generic estimate's
-    table = replace(table, classes=_with_stream(table.classes, None))
-    stream = (dict(zip(STREAM_FIELDS, limits)) if limits else
-              {} if by_cls else {k: v for k, v in base.profile(REFERENCE_FRAMEWORK)
-                                 .absolute.items() if k in STREAM_FIELDS})
+    table = _fit_reference(rows, base, by_cls, todo, None, classes_too)
+    limits = fit_stream_limits(rows, table) if by_cls else None
+    if limits:
+        # refitted with the bound: only the classes that carry it change
+        table = _fit_reference(rows, table, by_cls, todo & set(STREAM_CLASSES), limits,
+                               classes_too)
+        # the classes held it while the fit ran; it is the reference stack's (its kernels'),
+        # not the generic estimate's
+        table = replace(table, classes=_with_stream(table.classes, None))
+        stream = dict(zip(STREAM_FIELDS, limits))
+    elif by_cls:
+        stream = {}          # too few rows to pin a bound
+    else:                    # the classes were not refitted: the reference keeps its bound
+        stream = {k: v for k, v in base.profile(REFERENCE_FRAMEWORK).absolute.items()
+                  if k in STREAM_FIELDS}
     fws = dict(base.frameworks)
     hop = fit_stage_hop(rows)
     ref = FrameworkProfile(

@@ -224,7 +224,10 @@ def method(data: dict) -> None:
             "overhead**: scheduler and per-request CPU work of a serving engine; **stage hop**: "
             "llama.cpp's cost per device boundary of its layer split; **act-quant kernels**: "
             "extra launches per matmul with quantised weights (llama.cpp on GPUs turns the "
-            "activations into q8_1 in a kernel of their own first); **stream limit**: llama.cpp's "
+            "activations into q8_1 in a kernel of their own first); **quantised GEMMs**: the "
+            "share of the GEMM rate llama.cpp's matmuls with quantised weights reach in prefill "
+            "(they unpack weight blocks inside the kernel; its 16-bit weights go to cuBLAS), "
+            "fitted on devices measured with one model in both; **stream limit**: llama.cpp's "
             "matrix-vector kernels draw at most so many bytes per compute unit (SM) per clock "
             "cycle, for 16-bit and for quantised weights — it binds where memory is wide and the "
             "units few (an A100's HBM), not on GDDR cards; **kernel plan**: the operators a stack "
@@ -247,11 +250,12 @@ def method(data: dict) -> None:
         rows = [{"profile": name, **{k: v for k, v in zip(
             ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
              "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]",
-             "act-quant kernels", "TP row-split copy [µs]",
+             "act-quant kernels", "quantised GEMMs (of compute)", "TP row-split copy [µs]",
              "speculating: host per seq [µs]"),
             (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
              e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US,
-             e.stage_hop_s / S_PER_US, e.act_quant_kernels, e.tp_row_copy_s / S_PER_US,
+             e.stage_hop_s / S_PER_US, e.act_quant_kernels, e.quant_compute,
+             e.tp_row_copy_s / S_PER_US,
              e.spec_host_seq_s / S_PER_US))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
             for e in [table.efficiency_for(scn.hardware, name)]]

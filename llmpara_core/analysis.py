@@ -18,7 +18,8 @@ from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, conte
 from .model import Model, ParamCounts, count_params
 from .operators import MemoryTraffic, OpKind, Operator
 from .precision import DType, Precision
-from .roofline import Rates, effective_memory_bytes, launches, op_time_s, rates
+from .roofline import (Rates, effective_memory_bytes, launches, op_time_s, quant_flops_factor,
+                       rates)
 from .workload import Workload
 
 _BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
@@ -303,7 +304,9 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
             eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r,
                                            oz.kv_reread_bytes * c, oz.weight_bytes * c,
                                            oz.quantized)
-            te = _sum_max_affine(oa.flops * c / est_r.flops_per_s, oz.flops * c / est_r.flops_per_s,
+            qf = quant_flops_factor(est_r, oa.quantized)
+            te = _sum_max_affine(oa.flops * c * qf / est_r.flops_per_s,
+                                 oz.flops * c * qf / est_r.flops_per_s,
                                  eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)
             te += n * launches(c, oa.quantized, est_r, oa.name) * est_r.kernel_overhead_s
             if est_r.link_bytes_per_s:

@@ -52,7 +52,8 @@ def parse_class_entry(name: str, entry) -> dict:
            "kernel_overhead_s": _number(f"class.{name}.kernel_overhead_us",
                                         entry["kernel_overhead_us"]) * US_TO_S,
            "kv_read": _number(f"class.{name}.kv_read", entry["kv_read"])}
-    for k in ("gemm_half_tokens", "attention_compute", "kv_reread", "act_quant_kernels"):
+    for k in ("gemm_half_tokens", "attention_compute", "kv_reread", "act_quant_kernels",
+              "quant_compute"):
         if k in entry:
             out[k] = _number(f"class.{name}.{k}", entry[k])
     for k, field in OPTIONAL_US.items():

@@ -138,7 +138,12 @@ class Efficiency:
     ``kernel_plan`` = ((operator name, launches per execution), ...) for the operators a stack
     launches differently from one kernel each (``roofline.launches``): 0 where it fuses the
     operator into a neighbour's kernel, 2 where it splits it in two; unnamed operators launch
-    one. Set by the stack's profile from its source, not by hardware files."""
+    one. Set by the stack's profile from its source, not by hardware files.
+    ``quant_compute`` is the fraction of the GEMM rate (``compute``) a stack's matmuls with
+    quantised weights reach at many tokens in flight (``Operator.quantized``): kernels that
+    unpack blocks of quantised weights inside their inner loop (llama.cpp's MMQ kernels on
+    q8_1 activations, its Metal kernels dequantising to half in threadgroup memory) run
+    below the stack's 16-bit GEMM (cuBLAS / its F16 path); 1 = no difference."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -155,6 +160,7 @@ class Efficiency:
     stream_bytes_per_cu_cycle: float = 0.0
     quant_stream_bytes_per_cu_cycle: float = 0.0
     kernel_plan: tuple = ()
+    quant_compute: float = 1.0
 
     def __post_init__(self):
         require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
@@ -172,6 +178,8 @@ class Efficiency:
                       hi=MAX_ACT_QUANT_KERNELS)
         require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
         require_float("efficiency.tp_row_copy_s", self.tp_row_copy_s, lo=0, hi=1)
+        require_float("efficiency.quant_compute", self.quant_compute, lo=0, hi=1,
+                      lo_open=True)
         for f in STREAM_FIELDS:
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
                           hi=MAX_STREAM_BYTES_PER_CU_CYCLE)

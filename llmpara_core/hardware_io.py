@@ -36,9 +36,9 @@ PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = al
 # runtime's cost but a typo.
 MAX_STAGE_HOP_US = 1e5
 EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_hop_us",
-                   "act_quant_kernels") + STREAM_FIELDS
+                   "act_quant_kernels", "quant_compute") + STREAM_FIELDS
 # Efficiency fields written only where they differ from the class's (file key = field name).
-_CLASS_KEPT = ("act_quant_kernels",) + STREAM_FIELDS
+_CLASS_KEPT = ("act_quant_kernels", "quant_compute") + STREAM_FIELDS
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
@@ -195,6 +195,8 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
                           hi=MAX_STAGE_HOP_US), S_PER_US)
     aq = _number(table, "act_quant_kernels", origin, "efficiency.act_quant_kernels",
                  hi=MAX_ACT_QUANT_KERNELS)
+    qc = _number(table, "quant_compute", origin, "efficiency.quant_compute", positive=True,
+                 hi=1.0)
     stream = {k: _number(table, k, origin, f"efficiency.{k}", hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
               for k in STREAM_FIELDS}
     return Efficiency(compute=default.compute if compute is None else compute,
@@ -205,6 +207,7 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
                       kv_reread=default.kv_reread,      # the reference stack's (not a key)
                       stage_hop_s=default.stage_hop_s if hop is None else hop,
                       act_quant_kernels=default.act_quant_kernels if aq is None else aq,
+                      quant_compute=default.quant_compute if qc is None else qc,
                       **{k: getattr(default, k) if v is None else v for k, v in stream.items()})
 
 

@@ -37,6 +37,7 @@ class Rates:
     weight_limit_bytes_per_s: float = 0.0        # 16-bit weights stream at most this fast
     quant_weight_limit_bytes_per_s: float = 0.0  # quantised weights (0 = no limit)
     kernel_plan: tuple = ()              # the stack's launches per operator (Efficiency)
+    quant_compute: float = 1.0           # quantised-weight GEMMs run at this share of flops_per_s
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -70,7 +71,7 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
                  eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
-                 *weight_stream_limits(hardware, eff), eff.kernel_plan)
+                 *weight_stream_limits(hardware, eff), eff.kernel_plan, eff.quant_compute)
 
 
 def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, float]:
@@ -85,6 +86,15 @@ def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, fl
     cycles_per_s = units * mhz * 1e6
     return (eff.stream_bytes_per_cu_cycle * cycles_per_s,
             eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+
+
+def quant_flops_factor(r: Rates, quantized):
+    """How many times a matmul's FLOPs count against ``flops_per_s``: 1 / ``quant_compute``
+    where its weights are quantised (``quantized``: a bool, or a 0..1 array of each
+    operator's quantised share of its weights), 1 otherwise."""
+    if r.quant_compute == 1.0:
+        return 1.0
+    return 1.0 + quantized * (1.0 / r.quant_compute - 1.0)
 
 
 def launches(count, quantized, r, name: str | None = None):
@@ -140,13 +150,16 @@ def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes
     which ``kv_read_bytes`` are KV-cache reads (re-read per query head as
     ``effective_memory_bytes`` says with ``kv_reread_bytes``) and ``attention_flops``
     attention FLOPs (counted 1 / attention_efficiency times), and ``weight_bytes`` weights
-    (quantised where ``quantized``) streamed within the stack's limit. Works on floats and on
-    numpy arrays alike."""
+    (quantised where ``quantized``) streamed within the stack's limit; the FLOPs of a
+    quantised matmul count 1 / ``quant_compute`` times. Works on floats and on numpy arrays
+    alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
     mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r, kv_reread_bytes,
                                        weight_bytes, quantized)
+    extra = 0.0
     if r.attention_efficiency != 1.0:
-        flops = flops + attention_flops * (1.0 / r.attention_efficiency - 1.0)
+        extra = attention_flops * (1.0 / r.attention_efficiency - 1.0)
+    flops = flops * quant_flops_factor(r, quantized) + extra
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):
         return (np.maximum(flops / r.flops_per_s, mem_bytes / r.bytes_per_s)
                 + kernels * r.kernel_overhead_s + link)

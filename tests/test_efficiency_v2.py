@@ -13,7 +13,7 @@ import pytest
 from helpers import H100, LLAMA3_8B
 from llmpara_core import calibration
 from llmpara_core.analysis import analyze
-from llmpara_core.calibration import fitting, measurements as validation
+from llmpara_core.calibration import fitting, measurements as validation, stack_fit
 from llmpara_core.calibration import summary as vs
 from llmpara_core.cli import main
 from llmpara_core.efficiency_table import TABLE_PATH, read_table
@@ -29,11 +29,17 @@ from llmpara_core.workload import Workload
 
 MARGIN = 0.01      # a regression of more than one percentage point fails
 # In-sample median |estimated / measured - 1| by regime with the shipped table.
-PINNED_IN_SAMPLE = {"batch-1": 0.040, "batched": 0.080, "prefill": 0.097}
+# llama.cpp's quantised matmuls at their own share of the GEMM rate (quant_compute, fitted
+# per class on devices with both 16-bit and quantised prefill rows of one model): prefill in
+# sample 9.7 -> 7.1 %, held out 10.4 -> 9.2 % (Apple SoCs 5.4 -> 3.7 %, consumer GPUs 17.0 ->
+# 16.1 %); batch 1 held out 5.47 -> 5.52 % (consumer GPUs 4.1 -> 4.3 %).
+PINNED_IN_SAMPLE = {"batch-1": 0.040, "batched": 0.080, "prefill": 0.071}
 # Leave-one-device-out (the device's rows, and its power-limited twin's, predicted by a fit
 # without them; no value fitted with them survives). Before the leak was closed the
 # datacenter batch-1 figure read 12.2 % with the A100 class values fitted on the A100 itself.
-PINNED_LOO_BATCHED = {"all": 0.104, "tensorrt-llm": 0.112, "vllm-legacy": 0.096}
+# The batched fit's best of several starts and its weak prior on gemm_half_tokens
+# (stack_fit.GEMM_HALF_STARTS / GEMM_HALF_TILE): TensorRT-LLM 11.2 -> 10.9 %.
+PINNED_LOO_BATCHED = {"all": 0.104, "tensorrt-llm": 0.109, "vllm-legacy": 0.096}
 # KV reads per query head (llama.cpp, kv_reread 0.3) flattened the A100 Llama-3-70B error over
 # context but moved its level: datacenter 12.7 -> 13.2 %, its llama.cpp rows 10.7 -> 12.3 %
 # (batch 1 overall 7.2 -> 6.8 %, consumer 5.3 -> 5.0 %, SoC 6.2 -> 5.0 %). The layer split's
@@ -390,3 +396,22 @@ def test_gpu_generation_memory_factor_per_memory_family():
     # a refit drops every fitted factor it cannot refit and keeps the cited ones
     bare = fitting._with_arch_memory(table, [])
     assert bare.architectures == {"hopper": {"legacy_kernel_factor": 0.5}}
+
+
+@pytest.mark.parametrize("bump", [0.997, 1.003])
+def test_batched_fit_end_does_not_hang_on_rounding_of_what_it_inherits(shipped, bump):
+    """The GEMM fraction and the tokens at which half of it is reached trade along a shallow
+    valley with several local minima on TensorRT-LLM's batched rows. From one start, a 0.3 %
+    change in the inherited per-kernel cost sent gemm_half_tokens from 94 to 61 or to 1; the
+    fit keeps the best of several starts (``stack_fit.GEMM_HALF_STARTS``)."""
+    mapped = shipped[0]
+    rows = [r for r in mapped if r.framework == "tensorrt-llm" and r.devices == 1
+            and validation.regime(r) == "batched" and r.hardware.efficiency is None]
+    t = calibration.default_table()
+    cls = HardwareClass.DATACENTER_GPU
+    bumped = replace(t, classes={**t.classes, cls: replace(
+        t.classes[cls], kernel_overhead_s=t.classes[cls].kernel_overhead_s * bump)})
+    a, b = (stack_fit.fit_batched("tensorrt-llm", rows, x) for x in (t, bumped))
+    assert b["gemm_half_tokens"] == pytest.approx(a["gemm_half_tokens"], rel=0.02)
+    assert b["compute"] == pytest.approx(a["compute"], rel=0.01)
+    assert len(stack_fit.GEMM_HALF_STARTS) >= 2

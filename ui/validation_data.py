@@ -54,6 +54,7 @@ def _class_rows(table) -> list[dict]:
     return [{"class": c.value, "memory (of peak BW)": e.memory,
              "kernel overhead [µs] (GPUs: at 2,000 MHz)": e.kernel_overhead_s / S_PER_US,
              "kv_read (of achieved BW)": e.kv_read, "compute (of dense peak)": e.compute,
+             "quantised GEMMs (of compute)": e.quant_compute,
              "rows fitted": int(table.class_rows.get(c, 0)),
              "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}
             for c, e in table.classes.items()]

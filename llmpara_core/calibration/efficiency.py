@@ -32,6 +32,12 @@ stacks the fit never saw through their TOML fields:
   back end, q8_1); cited, not fitted: 1 per GPU class for the reference stack, 0 elsewhere.
   A stack measured with both quantised and native weights gets its own value, fitted on its
   batch-1 rows (the fixed cost per quantised matmul of its weight-only path, in launches).
+* ``quant_compute`` -- the share of its GEMM rate a stack's matmuls with quantised weights
+  reach at many tokens in flight (prefill): llama.cpp's quantised path unpacks weight blocks
+  inside the matmul (MMQ on q8_1 activations; Metal dequantises to half in threadgroup
+  memory) where its F16 path calls cuBLAS / simdgroup GEMMs. Fitted per class on devices
+  with prefill rows of one model in both 16-bit and quantised weights; the ``act_quant``
+  stacks keep it, the others run at 1.
 * ``tp_row_copy_s`` -- llama.cpp's tensor split divides each matmul's weights by rows and
   gathers on one device: 2 (TP - 1) host-driven copies per split matmul, each this much beyond
   the link's time (fitted on its tensor-split rows), in place of per-block all-reduces.
@@ -168,9 +174,10 @@ class FrameworkProfile:
     instructions of every architecture (no ``legacy_kernel_factor``). ``kv_per_query_head``:
     its decode attention re-reads a GQA group's K/V per query head, as the reference stack
     does (keeps the class's ``kv_reread``; other stacks read each KV block once per group:
-    ``kv_reread`` = 0). ``act_quant``: it quantises the activations in a kernel of their own
-    before each quantised matmul, as the reference stack does on GPUs (keeps the class's
-    ``act_quant_kernels``; other stacks: 0)."""
+    ``kv_reread`` = 0). ``act_quant``: it runs the reference stack's quantised-matmul path --
+    the activations quantised in a kernel of their own before each quantised matmul (on GPUs)
+    and weight blocks unpacked inside the matmul's inner loop -- so it keeps the class's
+    ``act_quant_kernels`` and ``quant_compute`` (other stacks: 0 and 1)."""
     name: str
     label: str
     memory_scale: float = 1.0
@@ -190,6 +197,7 @@ class FrameworkProfile:
         out = replace(eff, memory=min(1.0, eff.memory * self.memory_scale),
                       kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
                       act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
+                      quant_compute=eff.quant_compute if self.act_quant else 1.0,
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         plan = tuple(sorted(KERNEL_PLANS.get(self.name, {}).items()))
@@ -386,6 +394,14 @@ HEADER = """\
 #                  kernel of their own before each (ggml-cuda.cu ggml_cuda_op_mul_mat ->
 #                  quantize_row_q8_1_cuda). Not fitted: 1 on GPUs, 0 on Apple SoCs (Metal's
 #                  quantised mat-vec kernels read float activations) and CPUs (no launches).
+#                  quant_compute = fraction of the GEMM rate (compute) the reference stack's
+#                  matmuls with quantised weights reach in prefill: they unpack weight blocks
+#                  in their inner loop (CUDA/HIP: MMQ kernels on q8_1 activations; Metal:
+#                  dequantised to half in threadgroup memory) where 16-bit weights go to
+#                  cuBLAS / simdgroup GEMMs. Fitted per class with compute, where >= 2 devices
+#                  have prefill rows of one model at one prompt length in both 16-bit and
+#                  quantised weights (fitting.paired_quant_devices); datacenter GPUs, which run
+#                  the consumer GPUs' kernels, take theirs with compute.
 # [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
 #                  conflicts and controller efficiency differ by technology, not by vendor).
 # [architecture.*] legacy_kernel_factor: fraction of a generation's dense peak reached by GEMM
@@ -419,7 +435,8 @@ HEADER = """\
 #                  class's kv_reread; other stacks (paged attention / FlashDecoding, fused
 #                  GQA kernels) read each KV block once per group: kv_reread = 0.
 #                  act_quant = true (llama.cpp): the stack keeps the class's
-#                  act_quant_kernels; other stacks dequantise inside the matmul: 0, unless
+#                  act_quant_kernels and quant_compute (other stacks: quant_compute 1, no
+#                  data separates theirs); other stacks dequantise inside the matmul: 0, unless
 #                  their batch-1 rows include both quantised and native weights, which pin
 #                  their own act_quant_kernels (fitted: the fixed cost per quantised matmul of
 #                  the stack's weight-only path in launches -- gpt-fast's int8/int4 rows put
@@ -491,6 +508,7 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"kv_read = {_fmt(e.kv_read)}",
                   f"kv_reread = {_fmt(e.kv_reread)}",
                   f"act_quant_kernels = {_fmt(e.act_quant_kernels)}",
+                  f"quant_compute = {_fmt(e.quant_compute)}",
                   f"attention_compute = {_fmt(e.attention_compute)}",
                   f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):

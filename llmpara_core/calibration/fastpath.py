@@ -79,7 +79,8 @@ class RowFeatures:
                      eff.kernel_overhead_s, None, None,
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
-                     *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan)
+                     *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
+                     eff.quant_compute)
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload

@@ -2,8 +2,10 @@
 
 1. **Classes** -- on single-device batch-1 llama.cpp rows (the reference stack, measured on
    every class), per hardware class with at least ``MIN_DECODE_ROWS`` decode rows on
-   ``MIN_DEVICES`` devices: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode) and
-   ``compute`` (prefill, when the class has ``MIN_PREFILL_ROWS`` prefill rows).
+   ``MIN_DEVICES`` devices: ``memory``, ``kernel_overhead`` and ``kv_read`` (decode),
+   ``compute`` and ``attention_compute`` (prefill, when the class has ``MIN_PREFILL_ROWS``
+   prefill rows) and ``quant_compute`` where devices have prefill rows of one model in both
+   16-bit and quantised weights (``paired_quant_devices``).
 2. **Memory technologies** -- the same rows grouped by the preset's ``memory_type``: ``memory``
    with the kernel class's overhead, KV-read fraction and compute held (the same minimum of
    rows; devices without ``memory_type`` use their class).
@@ -114,7 +116,7 @@ def _at_clock(eff: Efficiency, factor: float) -> Efficiency:
 
 
 def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
-            overhead_s: float | None) -> Efficiency:
+            overhead_s: float | None, fit_quant: bool = False) -> Efficiency:
     return Efficiency(compute=_sigmoid(x[3]) if fit_compute else base.compute,
                       memory=_sigmoid(x[0]),
                       kernel_overhead_s=(math.exp(x[1]) * S_PER_US if overhead_s is None
@@ -123,6 +125,8 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       attention_compute=(_sigmoid(x[4]) if fit_compute
                                          else base.attention_compute),
                       kv_reread=base.kv_reread, act_quant_kernels=base.act_quant_kernels,
+                      quant_compute=(_sigmoid(x[5]) if fit_quant and len(x) > 5
+                                     else base.quant_compute),
                       stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
                       quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle)
 
@@ -134,20 +138,22 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
     prefill = [f.row for f in feats if f.row.measurement.metric != "decode_tok_s"]
     fit_compute = (len(prefill) >= MIN_PREFILL_ROWS
                    and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
+    fit_quant = fit_compute and len(paired_quant_devices(prefill)) >= MIN_PREFILL_DEVICES
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
     clocks = [_clock(f.row.hardware) for f in feats]
 
     def loss(x):
-        eff = _unpack(x, base, fit_compute, overhead_s)
+        eff = _unpack(x, base, fit_compute, overhead_s, fit_quant)
         pred = np.array([f.predict(_at_clock(eff, c)) for f, c in zip(feats, clocks)])
         prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
-                                + math.log(eff.attention_compute) ** 2)
+                                + math.log(eff.attention_compute) ** 2
+                                + math.log(eff.quant_compute) ** 2)
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + prior
 
-    x0 = np.array([_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
-                   _logit(base.kv_read), _logit(base.compute),
-                   _logit(base.attention_compute)])
+    x0 = [_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
+          _logit(base.kv_read), _logit(base.compute), _logit(base.attention_compute)]
+    x0 = np.array(x0 + [_logit(min(base.quant_compute, 0.9))] if fit_quant else x0)
     x = nelder_mead(loss, x0, step=1.0)
     for _ in range(RESTARTS):            # restart until it stops improving: Nelder-Mead stalls
         x_new = nelder_mead(loss, x, step=0.2)
@@ -155,7 +161,18 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
         x = x_new if improved else x
         if not improved:
             break
-    return _unpack(x, base, fit_compute, overhead_s)
+    return _unpack(x, base, fit_compute, overhead_s, fit_quant)
+
+
+def paired_quant_devices(prefill: list[Mapped]) -> set[str]:
+    """Devices with prefill rows of both 16-bit and quantised weights of one model at one
+    prompt length: only such pairs separate the quantised matmuls' GEMM rate
+    (``Efficiency.quant_compute``) from the device's compute fraction and the model's size."""
+    kinds = defaultdict(set)
+    for r in prefill:
+        key = (r.hardware.slug, r.model.name, r.workload.prompt_len)
+        kinds[key].add(min(r.precision.weight_attn_bits, r.precision.weight_ffn_bits) < 16)
+    return {k[0] for k, v in kinds.items() if len(v) == 2}
 
 
 def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None
@@ -516,7 +533,8 @@ def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:
     donor = SHARED_OVERHEAD.get(cls)
     if donor is not None and counts.get(donor):
         d = classes[donor]
-        start = replace(start, compute=d.compute, attention_compute=d.attention_compute)
+        start = replace(start, compute=d.compute, attention_compute=d.attention_compute,
+                        quant_compute=d.quant_compute)
     return start
 
 

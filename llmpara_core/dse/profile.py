@@ -86,20 +86,23 @@ def _time_bytes(mem_bytes: float, o, count: int, kv: _KVRate) -> float:
                                    o.kv_reread_bytes * count)
 
 
-def _flop_scales(efficiency, wl: Workload) -> tuple[float, float, float]:
-    """(prefill, decode, attention) factors on the time FLOPs that reproduce the estimated
-    roofline's compute rate with the peak x ``compute`` of every design: the GEMM curve
-    (``Efficiency.compute_at``: a pass with M tokens in flight runs at M / (M + M_half)) and
-    prefill attention FLOPs counted 1 / attention_compute times (``roofline.op_time_s``)."""
+def _flop_scales(efficiency, wl: Workload) -> tuple[float, float, float, float]:
+    """(prefill, decode, attention, quantised) factors on the time FLOPs that reproduce the
+    estimated roofline's compute rate with the peak x ``compute`` of every design: the GEMM
+    curve (``Efficiency.compute_at``: a pass with M tokens in flight runs at M / (M + M_half)),
+    prefill attention FLOPs counted 1 / attention_compute times and the FLOPs of matmuls with
+    quantised weights 1 / quant_compute times (``roofline.op_time_s``)."""
     if efficiency is None:
-        return 1.0, 1.0, 1.0
+        return 1.0, 1.0, 1.0, 1.0
     c = efficiency.compute
     return (c / efficiency.compute_at(wl.batch * max(1, wl.prompt_len)),
-            c / efficiency.compute_at(wl.batch), 1.0 / efficiency.attention_compute)
+            c / efficiency.compute_at(wl.batch), 1.0 / efficiency.attention_compute,
+            1.0 / efficiency.quant_compute)
 
 
-def _time_flops(o, scale: float, attention: float) -> float:
-    return o.flops * o.count * scale * (attention if o.kind is OpKind.ATTENTION else 1.0)
+def _time_flops(o, scale: float, attention: float, quant: float = 1.0) -> float:
+    return (o.flops * o.count * scale * (attention if o.kind is OpKind.ATTENTION else 1.0)
+            * (quant if o.quantized else 1.0))
 
 
 def profile(model: Model, precision: Precision, workload: Workload,
@@ -112,7 +115,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
     kv = _KVRate(kv_read)
     if efficiency is not None:
         kv = _KVRate(efficiency.kv_read, efficiency.kv_reread)
-    pre_sc, dec_sc, att = _flop_scales(efficiency, wl)
+    pre_sc, dec_sc, att, quant = _flop_scales(efficiency, wl)
     if wl.gen_len < 1:
         raise ConfigError("gen_len is 0: the design space needs output tokens to rank designs")
     logits = wl.prompt_len if wl.logits_all_tokens else 1
@@ -121,12 +124,12 @@ def profile(model: Model, precision: Precision, workload: Workload,
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    entries = [(_time_flops(o, pre_sc, att), _time_bytes(o.memory_bytes * o.count, o, o.count,
+    entries = [(_time_flops(o, pre_sc, att, quant), _time_bytes(o.memory_bytes * o.count, o, o.count,
                                                          kv), 0)
                for o in pre_ops]
     eff = efficiency or IDEAL      # kernel launches per operator (roofline.launches)
     varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv, entries,
-                                                 (dec_sc, 1.0), eff)  # attention: prefill only
+                                                 (dec_sc, 1.0, quant), eff)  # attention: prefill only
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
                                                 wl.flash_attention)))

@@ -39,7 +39,7 @@ from ..parallel.collectives import Net
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import Precision
-from ..roofline import effective_memory_bytes, launches, rates
+from ..roofline import effective_memory_bytes, launches, quant_flops_factor, rates
 from ..workload import Workload
 
 # (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
@@ -184,7 +184,7 @@ class IterationCost:
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
         mem = effective_memory_bytes(F @ st.mem, F @ st.kv_read, r, F @ st.kv_reread,
                                      F @ st.weight, st.quantized)
-        flops = F @ st.flops
+        flops = (F @ st.flops) * quant_flops_factor(r, st.quantized)
         if r.attention_efficiency != 1.0:
             flops += (F @ st.attention) * (1.0 / r.attention_efficiency - 1.0)
         comp = np.maximum(flops / flops_per_s[:, None], mem / r.bytes_per_s).sum(1) \

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..operators import OpKind, Operator
-from ..roofline import Rates, effective_memory_bytes, launches, op_time_s, plan_factors
+from ..roofline import (Rates, effective_memory_bytes, launches, op_time_s, plan_factors,
+                        quant_flops_factor)
 
 _FLOPS, _MEM, _COMM, _WEIGHT, _KV, _KV_READ, _KV_REREAD, _QWEIGHT = range(8)
 
@@ -155,7 +156,8 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
                                   v0[:, _WEIGHT], _quant_share(v0))
     mem1 = effective_memory_bytes(v1[:, _MEM], v1[:, _KV_READ], r, v1[:, _KV_REREAD],
                                   v1[:, _WEIGHT], _quant_share(v1))
-    t = _sum_max_affine_vec(v0[:, _FLOPS] / r.flops_per_s, v1[:, _FLOPS] / r.flops_per_s,
+    qf = quant_flops_factor(r, _quant_share(v0))
+    t = _sum_max_affine_vec(v0[:, _FLOPS] * qf / r.flops_per_s, v1[:, _FLOPS] * qf / r.flops_per_s,
                             mem0 / r.bytes_per_s, mem1 / r.bytes_per_s, m[:, None])
     out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()
                        * r.kernel_overhead_s)

@@ -84,7 +84,7 @@ from ..hardware import Efficiency, Hardware, MemoryTier
 from ..model import Model
 from ..operators import OpKind, Operator
 from ..precision import Precision
-from ..roofline import Rates, kv_read_factor, launches, rates
+from ..roofline import Rates, kv_read_factor, launches, quant_flops_factor, rates
 from .placement import (  # noqa: F401  (re-exported: the placement half of the model)
     CATEGORIES, CATEGORY_RANK, DEFAULT_PREFILL_CHUNK, MIGRATION_BITS, OVERLAPS, STRATEGIES,
     WEIGHT_CATEGORIES, Item, Placement, _decode_range, _touched, build_items,
@@ -342,7 +342,8 @@ def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: 
             row[2] = row[2] + mean(pa[0], pz[0])
             row[3] = row[3] + mean(pa[1], pz[1])
             for key, r, bw, kx, slot in (("ideal", ri, bwi, kxi, 6), ("est", re_, bwe, kxe, 7)):
-                u0, u1 = fa / r.flops_per_s, fz / r.flops_per_s
+                qf = quant_flops_factor(r, oa.quantized)
+                u0, u1 = fa * qf / r.flops_per_s, fz * qf / r.flops_per_s
                 v0 = _mem_s(pa, bw, kx, r, oa.quantized)
                 v1 = _mem_s(pz, bw, kx, r, oz.quantized)
                 ovh = (launches(oa.count, oa.quantized, r, oa.name) * r.kernel_overhead_s
@@ -457,7 +458,8 @@ def _prefill_time(model, precision, wl, idx, lat, prefetch, rate_sets, nt, overl
             w, kv, a, dep, kv_r = _attribute(o, idx, model, tokens, nt)
             tb = w + kv + a
             touched = tb > 0 if not prefetch else dep
-            c = o.flops * o.count * _attention_factor(o, r) / r.flops_per_s
+            c = (o.flops * o.count * _attention_factor(o, r) * quant_flops_factor(r, o.quantized)
+                 / r.flops_per_s)
             m = (float((tb / bw).sum() + (kv_r * kx).sum())
                  + _weight_limit_s(w, bw, r, o.quantized))
             k = _latency(lat, touched) * o.count + (launches(o.count, o.quantized, r, o.name)

@@ -421,7 +421,10 @@ HEADER = """\
 #                  cannot separate the two: it comes out at 1.
 # [framework.*]    per stack: *_scale multiply the reference values; absolute values replace
 #                  them: compute, gemm_half_tokens (M at which GEMMs reach half of compute:
-#                  tile and wave quantisation), kv_read (paged attention / FlashDecoding split
+#                  tile and wave quantisation; fitted from three starts with a weak prior
+#                  towards 64, half of a 128-row cuBLAS tile -- NVIDIA DU-09799-001 sections
+#                  2.3, 3.1 -- which holds it where a stack's rows cannot pin it:
+#                  stack_fit.GEMM_HALF_TILE), kv_read (paged attention / FlashDecoding split
 #                  the context across blocks, so KV reads stream near weight speed),
 #                  kernel_overhead_us (CUDA graphs cut it), step_overhead_us (per forward
 #                  pass: scheduler, sampling, host sync), seq_overhead_us (per sequence per

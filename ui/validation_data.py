@@ -51,10 +51,10 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
 
 
 def _class_rows(table) -> list[dict]:
-    return [{"class": c.value, "memory (of peak BW)": e.memory,
-             "kernel overhead [µs] (GPUs: at 2,000 MHz)": e.kernel_overhead_s / S_PER_US,
-             "kv_read (of achieved BW)": e.kv_read, "compute (of dense peak)": e.compute,
-             "quantised GEMMs (of compute)": e.quant_compute,
+    return [{"class": c.value, "memory (× peak BW)": e.memory,
+             "kernel overhead [µs] @ 2 GHz": e.kernel_overhead_s / S_PER_US,
+             "kv_read (× achieved BW)": e.kv_read, "compute (× dense peak)": e.compute,
+             "quantised GEMMs (× compute)": e.quant_compute,
              "rows fitted": int(table.class_rows.get(c, 0)),
              "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}
             for c, e in table.classes.items()]
@@ -71,7 +71,7 @@ def _framework_rows(table) -> list[dict]:
 
 
 def _memory_rows(table) -> list[dict]:
-    return [{"memory technology": k, "memory (of peak BW)": v.get("memory"),
+    return [{"memory technology": k, "memory (× peak BW)": v.get("memory"),
              "rows fitted": int(table.memory_type_rows.get(k, 0))}
             for k, v in sorted(table.memory_types.items())]
 

@@ -170,7 +170,9 @@ def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,
     i = names.index("gemm_half_tokens") if "gemm_half_tokens" in names else None
 
     def prior(x) -> float:
-        return 0.0 if i is None else GEMM_HALF_PRIOR_WEIGHT * (x[i] - math.log(GEMM_HALF_TILE)) ** 2
+        if i is None:
+            return 0.0
+        return GEMM_HALF_PRIOR_WEIGHT * (x[i] - math.log(GEMM_HALF_TILE)) ** 2
     return {**unpack(_fit(rows, effs, starts, 500, prior=prior)), **fixed}
 
 

@@ -124,12 +124,13 @@ def profile(model: Model, precision: Precision, workload: Workload,
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    entries = [(_time_flops(o, pre_sc, att, quant), _time_bytes(o.memory_bytes * o.count, o, o.count,
-                                                         kv), 0)
+    entries = [(_time_flops(o, pre_sc, att, quant),
+                _time_bytes(o.memory_bytes * o.count, o, o.count, kv), 0)
                for o in pre_ops]
     eff = efficiency or IDEAL      # kernel launches per operator (roofline.launches)
+    # attention FLOPs at their own rate in prefill only
     varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv, entries,
-                                                 (dec_sc, 1.0, quant), eff)  # attention: prefill only
+                                                 (dec_sc, 1.0, quant), eff)
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
                                                 wl.flash_attention)))

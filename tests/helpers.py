@@ -1,4 +1,5 @@
-"""Small hand-built models and devices for formula tests (independent of preset files)."""
+"""Small hand-built models and devices for formula tests (independent of preset files), and one
+check of hostile hardware files (``refuses_file_value``, which edits a preset's dict)."""
 
 from llmpara_core.hardware import Efficiency, Hardware, HardwareClass
 from llmpara_core.model import MLA, Activation, FFNKind, Model, MoE, NormKind, PositionKind
@@ -59,3 +60,21 @@ def guarded_page_app(tmp_path, run_body: str, run_page_args: str = "",
         f"{run_body}"
         f"run_page(P(){', ' + run_page_args if run_page_args else ''})\n")
     return AppTest.from_file(str(script), default_timeout=30).run()
+
+
+def refuses_file_value(key: str, value, match: str, section: str | None = None) -> None:
+    """An RTX 4090 hardware file with ``key`` = ``value`` (at the top level, or in table
+    ``section`` beside valid compute and memory fractions) is refused with a ConfigError whose
+    message matches ``match``."""
+    import pytest
+
+    from llmpara_core.errors import ConfigError
+    from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
+    from llmpara_core.presets import load_hardware
+    d = hardware_to_dict(load_hardware("nvidia-rtx-4090"))
+    if section is None:
+        d[key] = value
+    else:
+        d[section] = {"compute": 0.5, "memory": 0.8, key: value}
+    with pytest.raises(ConfigError, match=match):
+        hardware_from_dict(d, "bad.toml")

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from llmpara_core.errors import ConfigError
+from helpers import refuses_file_value
 from llmpara_core.hardware import (CLOCK_OVERHEAD_EXPONENT, REFERENCE_CLOCK_MHZ, HardwareClass,
                                    clock_overhead_factor)
 from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
@@ -60,10 +60,7 @@ def test_every_gpu_preset_with_a_clock_cites_it():
     ("compute_units", 1e9, "compute_units"), ("compute_units", "many", "compute_units"),
     ("compute_units", float("nan"), "compute_units")])
 def test_bad_clock_or_units_are_refused(key, value, msg):
-    d = hardware_to_dict(load_hardware("nvidia-rtx-4090"))
-    d[key] = value
-    with pytest.raises(ConfigError, match=msg):
-        hardware_from_dict(d, "bad.toml")
+    refuses_file_value(key, value, msg)
 
 
 def test_clock_round_trips():

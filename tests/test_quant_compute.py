@@ -8,6 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
+from helpers import refuses_file_value
 from llmpara_core.analysis import analyze
 from llmpara_core.calibration.efficiency import default_table
 from llmpara_core.calibration.fitting import paired_quant_devices
@@ -51,10 +52,7 @@ def test_quantised_flops_count_one_over_quant_compute_times():
 def test_bad_quant_compute_is_refused(value):
     with pytest.raises(ConfigError, match="quant_compute"):
         Efficiency(quant_compute=value)
-    d = hardware_to_dict(RTX)
-    d["efficiency"] = {"compute": 0.5, "memory": 0.8, "quant_compute": value}
-    with pytest.raises(ConfigError, match="quant_compute"):
-        hardware_from_dict(d, "bad.toml")
+    refuses_file_value("quant_compute", value, "quant_compute", section="efficiency")
 
 
 def test_own_value_round_trips_and_a_missing_key_keeps_the_class():

@@ -125,8 +125,7 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       attention_compute=(_sigmoid(x[4]) if fit_compute
                                          else base.attention_compute),
                       kv_reread=base.kv_reread, act_quant_kernels=base.act_quant_kernels,
-                      quant_compute=(_sigmoid(x[5]) if fit_quant and len(x) > 5
-                                     else base.quant_compute),
+                      quant_compute=_sigmoid(x[5]) if fit_quant else base.quant_compute,
                       stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
                       quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle)
 

@@ -152,11 +152,12 @@ def _steps(p: _Pass, r: Rates, c_firsts, dc: float, n_steps: float) -> _Sum:
     m, w = np.array(ms, float), np.array(ws, float)
     # memory time with KV-cache reads streamed at the device's KV-read efficiency (roofline);
     # affine in the context like the bytes themselves
+    share = _quant_share(v0)        # weights do not change with the context
     mem0 = effective_memory_bytes(v0[:, _MEM], v0[:, _KV_READ], r, v0[:, _KV_REREAD],
-                                  v0[:, _WEIGHT], _quant_share(v0))
+                                  v0[:, _WEIGHT], share)
     mem1 = effective_memory_bytes(v1[:, _MEM], v1[:, _KV_READ], r, v1[:, _KV_REREAD],
                                   v1[:, _WEIGHT], _quant_share(v1))
-    qf = quant_flops_factor(r, _quant_share(v0))
+    qf = quant_flops_factor(r, share)
     t = _sum_max_affine_vec(v0[:, _FLOPS] * qf / r.flops_per_s, v1[:, _FLOPS] * qf / r.flops_per_s,
                             mem0 / r.bytes_per_s, mem1 / r.bytes_per_s, m[:, None])
     out.time_s = float((t.sum(axis=1) * w).sum() + (m * w * np.array(kerns)).sum()

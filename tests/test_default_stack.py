@@ -146,6 +146,13 @@ def test_metrics_gives_each_device_its_class_default():
         assert without_stack(one) == without_stack(row)
 
 
+@pytest.mark.parametrize("slug", ["nvidia-h100-sxm", "cambricon-llm-chiplet"])
+def test_hetero_default_equals_the_named_class_default(slug):
+    d = assert_same_as_named(("hetero", "-m", "llama-3.2-1b", "-hw", slug, "-s", "256",
+                              "--gen-len", "32"), CASES[slug])
+    assert d["stack"]["default"]
+
+
 def test_serve_default_equals_the_named_class_default():
     d = assert_same_as_named(("serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm",
                               "--max-load", "--requests", "40", "--isl", "128", "--osl", "32",

@@ -98,6 +98,14 @@ if not rows:
     st.info("No scenarios yet: add one above.")
     st.stop()
 
+def stack_label(slug: str) -> str:
+    """The inference stack a row's device runs under (the sidebar's, or its class default)."""
+    try:
+        return scn.stack_of(preset_hardware(slug)).label
+    except ConfigError:
+        return "?"
+
+
 results = []
 with st.spinner("Analysing the scenarios…"):
     for i, (m, h, p) in enumerate(rows):
@@ -117,6 +125,7 @@ for i, (label, rep, err) in enumerate(results):
     full = (f"{preset_name('models', rows[i][0])} · {preset_name('hardware', rows[i][1])} · "
             f"{rows[i][2]}")
     c1.markdown(f"**{escape_md(label)}**" + (f" — {escape_md(full)}" if "…" in label else "")
+                + f" · {escape_md(stack_label(rows[i][1]))}"
                 + (f" — :red[{escape_md(err)}]" if err else ""))
     c2.button("✕", key=f"cmp_rm_{i}_{encode(rows[i])}", on_click=remove_row, args=(i,),
               help="Remove this row")

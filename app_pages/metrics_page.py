@@ -19,12 +19,13 @@ from llmpara_core.metrics.cost import (MetricsSettings, compare_hardware, cost_e
 from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimated_rates,
                                  params_for_report, read_energy_measurements, reference_alpha,
                                  geometric_mean_ratio, tdp_fraction_roofline, validate_energy)
+from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.errors import LLMParaError
 from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ
 from ui.format import escape_md, fmt_time, sig
 from ui.tables import csv_bytes
 from ui.page_inputs import optional_number, optional_value, reset_button
-from ui.scenario import chart_config, get_scenario, with_framework
+from ui.scenario import chart_config, get_scenario
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,9 +48,12 @@ def _metrics(model, hardware, precision, workload, settings, overrides):
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _compare(model, precision, workload, settings, framework):
-    hws = [with_framework(presets.load_hardware(i.slug), framework)
-           for i in presets.list_presets("hardware")]
-    return compare_hardware(model, hws, precision, workload, settings)
+    """Every preset under the sidebar's stack ("default": each device's class default): the
+    comparison rows and each device's stack label."""
+    hws, stacks = zip(*(with_stack(presets.load_hardware(i.slug), framework)
+                        for i in presets.list_presets("hardware")))
+    return (compare_hardware(model, hws, precision, workload, settings),
+            tuple(s.label for s in stacks))
 
 
 @st.cache_data(max_entries=2, show_spinner=False)
@@ -378,9 +382,9 @@ CMP_METRICS = {"j_per_token": "J / output token", "usd_per_million_tokens": "$ /
 def compare_view() -> None:
     st.subheader("The same scenario on every hardware preset")
     with st.spinner("Analysing every hardware preset…"):
-        rows = _compare(scn.model, scn.precision, scn.workload, settings, scn.framework)
+        rows, stacks = _compare(scn.model, scn.precision, scn.workload, settings, scn.framework)
     df = pd.DataFrame([{
-        "device": r.name, "slug": r.slug, "class": r.hw_class,
+        "device": r.name, "slug": r.slug, "class": r.hw_class, "stack": stack,
         "fits": {True: "fits", False: "does not fit", None: "error"}[r.fits],
         "memory_needed_GB": None if r.memory_needed_bytes is None else r.memory_needed_bytes / BYTES_PER_GB,
         "capacity_GB": r.capacity_bytes / BYTES_PER_GB, "output_tokens_per_s": r.output_tokens_per_s,
@@ -390,11 +394,13 @@ def compare_view() -> None:
         "price_usd": r.price_usd, "usd_per_gflops": r.usd_per_gflops,
         "ceiling_gflop_per_j": None if r.ceiling_flops_per_j is None else r.ceiling_flops_per_j / GIGA,
         "static_power_known": r.static_known, "embodied_known": r.embodied_known,
-        "error": r.error} for r in rows])
+        "error": r.error} for r, stack in zip(rows, stacks)])
     n_fit = int((df["fits"] == "fits").sum())
     st.caption(f"{len(df)} devices, {n_fit} fit the scenario; devices that do not fit are kept "
                "and marked (figures are what they would be with enough memory). Preset hardware "
-               "(sidebar overrides are not applied here). Cluster presets are one device.")
+               "(sidebar overrides are not applied here), each under the sidebar's inference "
+               "stack (the default: each device's class default; column stack). Cluster "
+               "presets are one device.")
     c1, c2 = st.columns([1, 3])
     with c1:
         metric = url_selectbox("Metric", list(CMP_METRICS), key="m_cmp",

@@ -72,6 +72,7 @@ with c2:
 with c3:
     pp = url_number("PP", "sv_pp", 1, 1024, 1, step=1, help="Pipeline stages")
 hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
+stack = scn.stack if choice == SIDEBAR else scn.stack_of(load_hardware(choice))
 
 # ---- requests -------------------------------------------------------------------------------
 cols = st.columns([2.6, 1, 1, 1, 1, 1])
@@ -132,7 +133,7 @@ view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
 
 try:
     cfg, cfg_source = serving.engine_config(
-        scn.framework, max_batch=int(max_batch) or None, max_num_tokens=int(max_tokens) or None,
+        stack.name, max_batch=int(max_batch) or None, max_num_tokens=int(max_tokens) or None,
         block_size=int(block) or None, kv_memory_fraction=float(kv_frac) or None,
         chunked_prefill=None if chunked == "default" else chunked == "on",
         policy=None if policy == "default" else policy, prefix_hit_rate=float(hit))
@@ -145,7 +146,7 @@ try:
 except ConfigError as err:
     st.error(f"Cannot simulate: {escape_md(err)}")
     st.stop()
-st.caption(escape_md(f"Engine: {cfg.max_batch} running requests, {cfg.max_num_tokens}-token "
+st.caption(escape_md(f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, {cfg.max_num_tokens}-token "
                      f"budget, chunked prefill {'on' if cfg.chunked_prefill else 'off'}, "
                      f"{cfg.block_size}-token blocks, KV {cfg.policy}. Defaults: {cfg_source}"))
 base_key = (scn.model, hw, scn.precision, scn.workload.flash_attention, plan, spec, cfg, slo)
@@ -274,7 +275,7 @@ def at_this_load() -> None:
         download_csv(ts, "serving-timeline.csv", "Timeline CSV", key="dl_sv_ts")
         download_csv(lat, "serving-latency.csv", "Latency CSV", key="dl_sv_lat")
         download_csv(cap, "serving-capacity.csv", "Capacity CSV", key="dl_sv_cap")
-        d = serving.study_to_dict(st_, scn.framework, cfg_source)
+        d = serving.study_to_dict(st_, stack, cfg_source)
         download_json(json.dumps({"scenario": scn.query, **d}, indent=2, allow_nan=False,
                                  default=str).encode("utf-8"),
                       "serving.json", "Result JSON", key="dl_sv_json")

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llmpara_core import parallel
+from llmpara_core.calibration import tp_measurements
 from llmpara_core.errors import ConfigError
 from llmpara_core.export import _plain
 from llmpara_core.hardware import Hardware, Topology
@@ -71,8 +72,8 @@ def run_search(model, hw, precision, workload, objective, max_devices, fill_batc
 
 @st.cache_data(max_entries=2, show_spinner="Predicting the published series…")
 def run_published() -> tuple:
-    table = parallel.load_tp_measurements()
-    return table, parallel.compare_tp_measurements(table)
+    table = tp_measurements.load_tp_measurements()
+    return table, tp_measurements.compare_tp_measurements(table)
 
 
 def show(fig: go.Figure, key: str) -> None:
@@ -481,7 +482,7 @@ def comparison_frame(cmp: tuple) -> pd.DataFrame:
 def comparison_summary(df: pd.DataFrame) -> None:
     """Median and worst errors per framework next to the tolerance the tests assert."""
     summary = []
-    for fw, tol in parallel.TP_TOLERANCES.items():
+    for fw, tol in tp_measurements.TP_TOLERANCES.items():
         g = df[df.framework == fw]
         rel = g[(g.measured_speedup != 1.0) & ~g.superlinear_series]
         summary.append({
@@ -535,7 +536,7 @@ def published_view() -> None:
     st.caption(escape_md(table.note) + " Predictions use the setups listed below (not the "
                "plan controls above).")
     comparison_summary(df)
-    for fw in parallel.TP_TOLERANCES:
+    for fw in tp_measurements.TP_TOLERANCES:
         comparison_chart(df, fw)
     st.dataframe(df.assign(measured=df.measured_tokens_per_s.map(fmt_rate),
                            modelled=df.predicted_tokens_per_s.map(fmt_rate),

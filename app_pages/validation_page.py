@@ -10,6 +10,7 @@ import streamlit as st
 
 from llmpara_core import calibration
 from llmpara_core.calibration import measurements as validation
+from llmpara_core.calibration.stacks import default_stack
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
 from llmpara_core.units import S_PER_US
@@ -73,8 +74,10 @@ def in_percent(df: pd.DataFrame) -> pd.DataFrame:
 st.title("Validation")
 st.caption("Every prediction against published measurements (batch-1 and batched decode, "
            "prefill, TTFT), each row with its source. error = predicted / measured − 1; "
-           "**estimated** = the fitted efficiency model with the row's stack profile, "
-           "**ideal** = peak rates. Method and data: the expanders below.")
+           "**estimated** = the fitted efficiency model with the row's stack profile (a row "
+           "naming no stack: its hardware class's default stack, as elsewhere in the app), "
+           "**generic** = the stack-agnostic class values, **ideal** = peak rates. Method and "
+           "data: the expanders below.")
 
 with st.expander("Data: the shipped measurements, or upload yours and refit"):
     st.caption(f"Same columns as the shipped file (presets/tables/measurements.csv); needs "
@@ -247,7 +250,10 @@ def method(data: dict) -> None:
     scn, _ = try_scenario()
     if scn is not None:
         table = calibration.default_table()
-        rows = [{"profile": name, **{k: v for k, v in zip(
+        hw = scn.base_hardware or scn.hardware    # the preset: no stack applied yet
+        default = default_stack(hw)
+        rows = [{"profile": name, "default": default.reason if name == default.name else "",
+                 **{k: v for k, v in zip(
             ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
              "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]",
              "act-quant kernels", "quantised GEMMs (of compute)", "TP row-split copy [µs]",
@@ -258,7 +264,7 @@ def method(data: dict) -> None:
              e.tp_row_copy_s / S_PER_US,
              e.spec_host_seq_s / S_PER_US))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
-            for e in [table.efficiency_for(scn.hardware, name)]]
+            for e in [table.efficiency_for(hw, name)]]
         with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "
                          "framework (`llmpara analyze --framework NAME`)"):
             st.dataframe(pd.DataFrame(rows), hide_index=True)

@@ -245,7 +245,7 @@ def test_no_legacy_pages_folder():
 
 
 def test_inference_stack_profile_drives_the_numbers_and_travels_in_the_link():
-    generic = run_app(None).session_state["overview_numbers"]
+    generic = run_app(None, fw="generic").session_state["overview_numbers"]
     trt = run_app(None, fw="tensorrt-llm")
     assert not trt.exception and not trt.warning
     fast = trt.session_state["overview_numbers"]

@@ -115,3 +115,53 @@ def test_no_file_imports_another_that_imports_it_back():
         graph[me] = {d for d in deps if d != me and not me.startswith(d + ".")}
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to for the layering rule: an analysis subpackage
+    (``llmpara_core.calibration.fitting`` -> ``llmpara_core.calibration``), ``ui``,
+    ``app_pages``; a kernel file (``llmpara_core.hardware``) is its own node."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "llmpara_core" else parts[0]
+
+
+def package_graph(files: list[Path], texts: dict[Path, str] | None = None) -> dict[str, set[str]]:
+    """Package -> packages it imports (function-level imports included)."""
+    known = {module_name(p) for p in files}
+    graph: dict[str, set[str]] = {}
+    for p in files:
+        me = package_of(module_name(p))
+        deps = {package_of(d) for d in imported_modules(p, known, (texts or {}).get(p)) & known}
+        graph.setdefault(me, set()).update(deps - {me})
+    return graph
+
+
+def test_no_package_imports_another_that_imports_it_back():
+    # Two packages importing each other -- even inside functions and through files that do not
+    # import each other (parallel.measurements -> calibration.efficiency while
+    # calibration.stack_fit -> parallel) -- blur which layer is below which.
+    files = source_files("llmpara_core", "ui", "app_pages", "streamlit_app.py")
+    cycle = find_cycle(package_graph(files))
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_package_check_sees_a_cycle_made_inside_functions():
+    a = ROOT / "llmpara_core" / "parallel" / "probe.py"
+    b = ROOT / "llmpara_core" / "calibration" / "probe.py"
+    texts = {a: "def f():\n    from ..calibration import probe\n",
+             b: "from ..parallel import probe\n"}
+    assert find_cycle(package_graph([a, b], texts)) is not None
+    texts[a] = "def f():\n    return 1\n"
+    assert find_cycle(package_graph([a, b], texts)) is None
+
+
+def test_the_kernel_imports_no_analysis():
+    # The kernel (llmpara_core/*.py) sits below every analysis package; __main__ is the
+    # command-line entry point, not kernel.
+    files = source_files("llmpara_core")
+    known = {module_name(p) for p in files}
+    kernel = [p for p in files if p.parent == ROOT / "llmpara_core" and p.name != "__main__.py"]
+    for p in kernel:
+        bad = {d for d in imported_modules(p, known) & known
+               if d.count(".") and (ROOT / "llmpara_core" / d.split(".")[1]).is_dir()}
+        assert not bad, f"{p.relative_to(ROOT)} imports {sorted(bad)}"

@@ -145,9 +145,10 @@ def test_framework_profile_changes_the_estimate():
     pytest.importorskip("llmpara_core.calibration")
     args = ("--model", "llama-3.1-8b", "--hardware", "4x-nvidia-a100-sxm-80gb-nvlink",
             "--tp", "4", "--prompt-len", "5", "--gen-len", "200")
-    generic, fast = shard_json(*args), shard_json(*args, "--framework", "gpt-fast")
-    assert fast["tpot_s"] != generic["tpot_s"]
-    assert fast["ideal"]["tpot_s"] == generic["ideal"]["tpot_s"]     # only the derating moves
+    default, fast = shard_json(*args), shard_json(*args, "--framework", "gpt-fast")
+    assert default["stack"]["name"] == "vllm" and fast["stack"]["name"] == "gpt-fast"
+    assert fast["tpot_s"] != default["tpot_s"]
+    assert fast["ideal"]["tpot_s"] == default["ideal"]["tpot_s"]     # only the derating moves
     code, _, err = run(*args, "--framework", "no-such-stack")
     assert code == 2 and "unknown framework" in err and len(err.strip().splitlines()) == 1
 

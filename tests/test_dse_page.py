@@ -11,6 +11,7 @@ from llmpara_core import dse
 from llmpara_core.dse import space as dse_space
 from llmpara_core.metrics.cost import MetricsSettings
 from llmpara_core.precision import precision_preset
+from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.workload import Workload
 
@@ -32,8 +33,9 @@ def _count(at, label: str) -> int:
 
 
 def _core(space, model="llama-3-8b", **kw):
+    # designs share the base's class default stack (the sidebar names none): vLLM on an H100
     ctx = dse.DesignContext(load_model(model), precision_preset("FP16"), Workload(),
-                            load_hardware(space.base_hardware), MetricsSettings())
+                            with_stack(load_hardware(space.base_hardware))[0], MetricsSettings())
     return ctx, dse.explore(ctx, space, **kw)
 
 

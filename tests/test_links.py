@@ -4,7 +4,7 @@ valid scenario, and no query string, however hostile, raises or slips through un
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ui.links import (ARCH_EDITS, BATCH_RANGE, BITS_RANGE, DTYPES, OVERRIDES,
+from ui.links import (ARCH_EDITS, BATCH_RANGE, BITS_RANGE, DTYPES, FRAMEWORK_OPTIONS, OVERRIDES,
                       SCENARIO_KEYS, TOKENS_RANGE, Catalog, defaults, parse_query, to_query)
 
 MODELS = {"llama-3-8b", "mixtral-8x7b"}
@@ -43,6 +43,7 @@ def states(draw):
     s["prompt"] = draw(st.integers(*TOKENS_RANGE))
     s["gen"] = draw(st.integers(1, TOKENS_RANGE[1]))
     s["flash"] = draw(st.booleans())
+    s["fw"] = draw(st.sampled_from(FRAMEWORK_OPTIONS))
     for o in OVERRIDES:
         if draw(st.booleans()):
             s[o.key] = draw(st.floats(o.lo, o.hi, allow_nan=False, exclude_min=o.lo_open))

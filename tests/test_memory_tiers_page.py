@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from llmpara_core.analysis import analyze
+from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.presets import list_presets, load_hardware, load_model
 from llmpara_core.precision import PRECISION_PRESETS
 from llmpara_core.tiers import hetero
@@ -92,7 +93,8 @@ def test_device_without_tiers_is_one_tier_and_equals_the_plain_roofline():
     _clean(at)
     assert any("no memory hierarchy" in i.value for i in at.info)
     ss = at.session_state
-    rep = analyze(load_model(ss["model"]), load_hardware("nvidia-h100-sxm"), FP16,
+    # the sidebar names no stack: the H100 runs under its class default (vLLM)
+    rep = analyze(load_model(ss["model"]), with_stack(load_hardware("nvidia-h100-sxm"))[0], FP16,
                   Workload(int(ss["batch"]), int(ss["prompt"]), int(ss["gen"])))
     assert _metric(at, "TPOT") == fmt_time(rep.estimated.tpot_s)
 

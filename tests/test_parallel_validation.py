@@ -1,6 +1,6 @@
 """Predicted tensor/pipeline-parallel scaling against published measurements
 (presets/tables/tp_measurements.toml, copied from tests/data/tp_measurements.csv), within the
-tolerances stated in ``parallel.TP_TOLERANCES`` (shown on the Sharding page)."""
+tolerances stated in ``calibration.tp_measurements.TP_TOLERANCES`` (shown on the Sharding page)."""
 
 import csv
 from pathlib import Path
@@ -8,7 +8,7 @@ from statistics import median
 
 import pytest
 
-from llmpara_core import parallel as P
+from llmpara_core.calibration import tp_measurements as P
 from llmpara_core.errors import ConfigError
 
 CSV = Path(__file__).resolve().parent / "data" / "tp_measurements.csv"
@@ -99,7 +99,7 @@ def test_pipeline_rows_use_three_nodes(comparisons):
 
 def test_bad_tables_are_config_errors(monkeypatch):
     import llmpara_core.presets as presets
-    from llmpara_core.parallel import measurements as V
+    from llmpara_core.calibration import tp_measurements as V
     good = presets.load_table("tp_measurements")
 
     def table(**changes):

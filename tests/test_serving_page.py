@@ -7,6 +7,7 @@ import json
 from apptest_util import metric, open_page
 
 from llmpara_core import serving
+from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.precision import precision_preset
 from llmpara_core.presets import load_hardware, load_model
 from ui.format import sig
@@ -27,11 +28,13 @@ def test_default_view_matches_the_core():
     assert not at.warning, [w.value for w in at.warning]
     assert len(at.get("plotly_chart")) == 1                 # running batch / KV over time
     assert len(at.dataframe) >= 2                            # latency, capacity
-    hw = load_hardware("nvidia-h100-sxm")
+    # no stack named: an H100's class default, vLLM (its profile and scheduler defaults)
+    hw, stack = with_stack(load_hardware("nvidia-h100-sxm"))
+    assert stack.name == "vllm"
     st = serving.serve(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
                        serving.RequestSpec(isl=512, osl=128, arrival="poisson", rate=1.0,
                                            requests=150),
-                       serving.engine_config("generic")[0], search=False)
+                       serving.engine_config("vllm")[0], search=False)
     assert metric(at, "Requests/s") == sig(st.summary.requests_per_s)
     assert metric(at, "Max rate meeting SLO") == "–"
     cap = [d.value for d in at.dataframe if "plan" in d.value.columns][0]

@@ -8,7 +8,7 @@ from apptest_util import metric as _metric
 from apptest_util import open_page
 from streamlit.testing.v1 import AppTest
 
-from llmpara_core import parallel as P
+from llmpara_core.calibration import tp_measurements as P
 from llmpara_core.presets import list_presets, load_hardware
 
 PAGE = "app_pages/sharding_page.py"

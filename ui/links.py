@@ -13,8 +13,13 @@ Link format v=1, keys (every one is written by "Copy link", defaults included):
     dtype                       compute data type whose peak the matmuls use (fp16, fp8, ...)
     batch, prompt, gen          batch size, prompt tokens, generated tokens
     flash                       FlashAttention (1 or 0)
-    fw                          efficiency profile of the inference stack (generic, llama.cpp,
-                                gpt-fast, vllm, tensorrt-llm, mlc, exllamav2, mlx)
+    fw                          inference stack whose efficiency profile the estimate uses:
+                                a profile (llama.cpp, gpt-fast, vllm, tensorrt-llm, mlc, ...),
+                                generic (the stack-agnostic class fit) or default (the
+                                hardware class's default stack; "auto" is read as default).
+                                "Copy link" spells the stack the default resolved to, so the
+                                link keeps its numbers if a class's default changes; the
+                                address bar keeps "default" (the sidebar follows the hardware)
 
 Hardware overrides and edited model dimensions, written only when set (absent = the preset's
 own figure):
@@ -42,6 +47,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from llmpara_core.calibration import FRAMEWORKS, GENERIC
+from llmpara_core.calibration.stacks import DEFAULT, DEFAULT_NAMES
 from llmpara_core.precision import DType
 from llmpara_core.limits import HARDWARE, MODEL_INT, WORKLOAD_INT
 from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, S_PER_US
@@ -58,7 +64,7 @@ TOKENS_RANGE = (0, 10_000_000)
 BITS_RANGE = (0.25, 64.0)
 
 DTYPES = tuple(d.value for d in DType)   # fp32 fp16 fp8 int8 int4 fp4
-FRAMEWORK_OPTIONS = (GENERIC, *FRAMEWORKS)
+FRAMEWORK_OPTIONS = (DEFAULT, GENERIC, *FRAMEWORKS)
 WEIGHT_COMPONENT_KEYS = ("wattn", "wffn", "wemb")
 
 
@@ -167,7 +173,7 @@ def defaults(cat: Catalog) -> dict:
     """The scenario state when the URL says nothing."""
     state = {"v": FORMAT_VERSION, "model": cat.default_model, "hardware": cat.default_hardware,
              "prec": cat.default_precision, "batch": 1, "prompt": 2048, "gen": 256,
-             "flash": True, "fw": GENERIC}
+             "flash": True, "fw": DEFAULT}
     state.update(cat.precision_bits(cat.default_precision))
     state.update({k: None for k in OPTIONAL_KEYS})
     return state
@@ -283,8 +289,7 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
         warnings.append("Link parameters `prompt` and `gen` are both 0; using gen=1.")
         state["gen"] = 1
     read("flash", parse_bool, "1 or 0", fallback=int(state["flash"]))
-    read("fw", lambda r: r.strip().lower() if r.strip().lower() in FRAMEWORK_OPTIONS else None,
-         f"one of {', '.join(FRAMEWORK_OPTIONS)}")
+    read("fw", parse_stack, f"one of {', '.join(FRAMEWORK_OPTIONS)}")
     for o in OVERRIDES:
         bound = f"({o.lo:g}" if o.lo_open else f"[{o.lo:g}"
         read(o.key, lambda r, o=o: parse_float(r, o.lo, o.hi, o.lo_open),
@@ -301,6 +306,23 @@ def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str
             read(c.key, lambda r, c=c: parse_float(r, c.lo, c.hi, lo_open=True),
                  f"a number in ({c.lo:g}, {c.hi:g}]", fallback="the preset's value")
     return state, warnings
+
+
+def parse_stack(raw: str) -> str | None:
+    """A ``fw`` value: a stack option ("auto" = "default"), else None."""
+    key = raw.strip().lower()
+    key = DEFAULT if key in DEFAULT_NAMES else key
+    return key if key in FRAMEWORK_OPTIONS else None
+
+
+def share_query(state: Mapping[str, object], resolved_stack: str | None) -> dict[str, str]:
+    """``to_query(state)`` for "Copy link": ``fw=default`` spelled as the stack it resolved
+    to (``resolved_stack``, e.g. "vllm"), so the link gives the same numbers after a class's
+    default changes. ``resolved_stack`` None (no scenario) keeps the state's value."""
+    out = to_query(state)
+    if out.get("fw") == DEFAULT and resolved_stack:
+        out["fw"] = resolved_stack
+    return out
 
 
 def format_number(v: float | int) -> str:

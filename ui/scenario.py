@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
-from llmpara_core.calibration import FRAMEWORKS, GENERIC, efficiency_for
+from llmpara_core.calibration.stacks import DEFAULT, Stack, with_stack
 from llmpara_core.errors import ConfigError, PresetNotFoundError
 from llmpara_core.hardware import Hardware
 from llmpara_core.model import Model, with_architecture
@@ -74,18 +74,24 @@ class Scenario:
     base_hardware: Hardware | None = field(default=None, compare=False)
     overrides: tuple[tuple[str, float], ...] = ()
     custom_model: bool = False
-    framework: str = GENERIC
+    framework: str = DEFAULT        # the stack asked for: "default", "generic" or a profile
     custom_hardware: bool = False
+    stack: Stack | None = None      # the stack ``hardware`` runs under (``framework`` resolved)
 
     def on(self, hardware: Hardware) -> Hardware:
-        """Another device as this scenario sees it (same inference-stack profile)."""
+        """Another device as this scenario sees it: the same stack if one was chosen, else
+        that device's class default."""
         return with_framework(hardware, self.framework)
+
+    def stack_of(self, hardware: Hardware) -> Stack:
+        """The stack ``hardware`` runs under in this scenario (see ``on``)."""
+        return with_stack(hardware, self.framework)[1]
 
     @property
     def label(self) -> str:
         """One line naming the scenario (plain text)."""
         w = self.workload
-        stack = "" if self.framework == GENERIC else f" · {FRAMEWORKS[self.framework][0]}"
+        stack = f" · {self.stack.label}" if self.stack is not None else ""
         return (f"{self.model.name} · {self.hardware.name}{stack} · {self.precision.name} · "
                 f"batch {w.batch} · prompt {w.prompt_len} · gen {w.gen_len}")
 
@@ -373,11 +379,10 @@ def arch_edits(state: dict) -> dict:
 
 
 def with_framework(hardware: Hardware, framework: str) -> Hardware:
-    """``hardware`` with the efficiency of an inference stack's profile (``GENERIC`` = the
-    class's fitted values, i.e. unchanged)."""
-    if framework == GENERIC:
-        return hardware
-    return replace(hardware, efficiency=efficiency_for(hardware, framework))
+    """``hardware`` under the inference stack ``framework`` ("default" = its class's
+    default stack, "generic" = the class's fitted values, i.e. unchanged; see
+    ``llmpara_core.calibration.stacks``)."""
+    return with_stack(hardware, framework)[0]
 
 
 @functools.lru_cache(maxsize=128)
@@ -390,11 +395,12 @@ def _build(items: tuple, custom: Model | None, custom_hw: Hardware | None = None
     ov = _overrides(state)
     wl = Workload(batch=int(state["batch"]), prompt_len=int(state["prompt"]),
                   gen_len=int(state["gen"]), flash_attention=bool(state["flash"]))
-    fw = state.get("fw") or GENERIC
-    hw = apply_overrides(with_framework(base_hw, fw), ov, design_name)
+    fw = state.get("fw") or DEFAULT
+    stack_hw, stack = with_stack(base_hw, fw)
+    hw = apply_overrides(stack_hw, ov, design_name)
     return Scenario(model, hw, build_precision(state), wl, to_query(state), state["model"],
                     state["hardware"], state["prec"], base_hw, ov, custom is not None, fw,
-                    custom_hw is not None)
+                    custom_hw is not None, stack)
 
 
 def _custom_model() -> Model | None:

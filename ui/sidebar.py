@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmpara_core.calibration import FRAMEWORKS, GENERIC
+from llmpara_core.calibration.stacks import DEFAULT, GENERIC_LABEL, GENERIC_REASON, default_stack
 from llmpara_core.errors import ConfigError
 from llmpara_core.hardware import Hardware
 from llmpara_core.model import Model, PositionKind
@@ -20,7 +21,7 @@ from .compute import model_from_config
 from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
 from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, BATCH_RANGE, BITS_RANGE, DTYPES,
                     FRAMEWORK_OPTIONS, OVERRIDES, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS,
-                    format_number, to_query)
+                    format_number, share_query)
 from .scenario import (HW_FILE, HW_PRESET, IMAGE_FORMAT, SOURCE_CONFIG, SOURCE_PRESET, Scenario,
                        _CUSTOM, _CUSTOM_HW, _HW_SOURCE, _PAGE_LINK, _SOURCE, _custom_hardware,
                        _save_shadow, current_state, ensure_state, hardware_label, hardware_options,
@@ -234,6 +235,17 @@ def _model_details(model: Model, custom: bool) -> None:
                     st.caption(escape_md(w))
 
 
+def stack_option_label(option: str, hardware: Hardware | None) -> str:
+    """The Inference stack select's text of ``option``: the default names the stack it gives
+    on ``hardware`` ("vLLM — default for datacenter GPUs")."""
+    if option == DEFAULT:
+        return (default_stack(hardware).caption if hardware is not None
+                else "default of the hardware class")
+    if option == GENERIC:
+        return f"{GENERIC_LABEL} — {GENERIC_REASON}"
+    return FRAMEWORKS[option][0]
+
+
 def _hardware_section(scn: Scenario | None) -> None:
     ss = st.session_state
     st.radio("Hardware source", [HW_PRESET, HW_FILE], key=_HW_SOURCE, horizontal=True,
@@ -245,16 +257,21 @@ def _hardware_section(scn: Scenario | None) -> None:
                      format_func=lambda s: name_first("hardware", s),
                      on_change=_on_hardware_change,
                      help="Type to search; grouped by class.")
-    st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
-                 format_func=lambda f: ("generic (class fit)" if f == GENERIC
-                                        else FRAMEWORKS[f][0]),
-                 help="Efficiency profile of the serving software, fitted on published "
-                      "measurements (Validation page). Generic = the hardware class's fitted "
-                      "values (llama.cpp is the reference stack of the fit).")
     try:
         base = _custom_hardware() or load_hardware(ss["hardware"])
     except ConfigError as e:
-        st.error(escape_md(e))
+        base = None
+        error = e
+    st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
+                 format_func=lambda f: stack_option_label(f, base),
+                 help="Efficiency profile of the serving software, fitted on published "
+                      "measurements (Validation page). The default follows the hardware: the "
+                      "stack people run on its class (vLLM on datacenter GPUs; llama.cpp on "
+                      "consumer GPUs, unified-memory SoCs and CPUs; no profile on NPUs, PIM, "
+                      "chiplets and ASICs). Generic = the class's fitted values without a "
+                      "stack profile: stack-agnostic, with a wider error.")
+    if base is None:
+        st.error(escape_md(error))
         return
     hw = scn.hardware if scn is not None else base
     if scn is not None:
@@ -272,7 +289,7 @@ def _hardware_section(scn: Scenario | None) -> None:
         st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active")
     with st.expander("Edit hardware"):
         st.caption("Blank = the preset's value (shown greyed). Overrides drive every page.")
-        eff = with_framework(base, ss.get("fw") or GENERIC).effective_efficiency
+        eff = with_framework(base, ss.get("fw") or DEFAULT).effective_efficiency
         preset_vals = {f"peak_{d}": base.peak_flops_per_s_raw(DType(d)) for d in DTYPES}
         preset_vals.update(bw=base.memory_bandwidth_bytes_per_s, cap=base.memory_capacity_bytes,
                            tdp=base.tdp_w, price=base.price_usd, eff_compute=eff.compute,
@@ -366,7 +383,8 @@ def render_share_link(container) -> None:
     after, so it survives a page that stops): the current page's URL with every scenario key
     spelled out (v=1) plus the page's own settings."""
     scn, _ = try_scenario()
-    pairs = list(to_query(current_state()).items())
+    pairs = list(share_query(current_state(), scn.stack.name if scn is not None and scn.stack
+                             else None).items())
     for k, v in st.session_state.get(_PAGE_LINK, {}).items():
         for item in (v if isinstance(v, list) else [v]):
             pairs.append((k, item))
@@ -375,8 +393,9 @@ def render_share_link(container) -> None:
     with container.container():
         with st.expander("Copy link", expanded=False, icon=":material/link:"):
             st.code(link, language=None, wrap_lines=True)
-            st.caption("Every parameter is spelled out (link format v=1), so the link keeps its "
-                       "meaning when defaults change.")
+            st.caption("Every parameter is spelled out (link format v=1), the inference stack "
+                       "as the one the default gave, so the link keeps its meaning when "
+                       "defaults change.")
             if scn is not None and scn.custom_hardware:
                 st.warning("The link names the preset "
                            f"'{escape_md(hardware_label(st.session_state['hardware']))}'; an "

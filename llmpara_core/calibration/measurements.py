@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from ..analysis import analyze
 from .efficiency import GENERIC, EfficiencyTable, default_table, framework_of_label
+from .stacks import CLASS_DEFAULT_STACKS
 from ..errors import ConfigError, LLMParaError, PresetNotFoundError
 from ..hardware import Hardware, HardwareClass, Interconnect, Topology
 from ..limits import MAX_CSV_FIELD_CHARS, bound
@@ -328,7 +329,7 @@ def regime(row: Mapped) -> str:
 @dataclass(frozen=True)
 class Prediction:
     """Measured value and predictions in the metric's unit (tokens/s or ms). ``estimated``
-    uses the row's framework profile when there is one, ``generic`` the class values;
+    uses the row's stack (``row_stack``), ``generic`` the class values;
     errors are predicted / measured - 1."""
     row: Mapped
     measured: float
@@ -377,12 +378,23 @@ def timings(row: Mapped, efficiency) -> tuple:
     return rep.ideal, rep.estimated, tuple(rep.notes)
 
 
+def row_stack(row: Mapped) -> str:
+    """The stack a row's estimate runs under: its framework's profile; a row that names no
+    framework at all gets its hardware class's default stack (as an estimate without a named
+    stack does); a row naming a stack without a profile (QNN, T-MAC, ...) the generic class
+    fit."""
+    if row.framework:
+        return row.framework
+    return GENERIC if row.measurement.framework.strip() else CLASS_DEFAULT_STACKS[
+        row.hardware.hw_class]
+
+
 def predict(row: Mapped, table: EfficiencyTable | None = None) -> Prediction:
-    """Ideal, generic and framework-aware estimates of one mapped measurement."""
+    """Ideal, generic and stack-aware estimates of one mapped measurement."""
     table = table or default_table()
     metric = row.measurement.metric
     generic_eff = table.efficiency_for(row.hardware)
-    fw_eff = table.efficiency_for(row.hardware, row.framework or GENERIC)
+    fw_eff = table.efficiency_for(row.hardware, row_stack(row))
     ideal_t, gen_t, notes = timings(row, generic_eff)
     est_t = gen_t if fw_eff == generic_eff else timings(row, fw_eff)[1]
     wl = row.workload

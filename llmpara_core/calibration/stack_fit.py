@@ -185,7 +185,7 @@ TP_FIT_FIELDS = (("memory", 0.6, 0.2, 0.95), ("kernel_overhead_s", 5e-6, 1e-7, 1
 def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
     """Profiles of the stacks named by the tensor-parallel setups that have no profile fitted
     on other rows: ``TP_FIT_FIELDS`` on their rows' end-to-end tokens/s."""
-    from ..parallel.measurements import load_tp_measurements, predict_row
+    from .tp_measurements import load_tp_measurements, predict_row
     tp = load_tp_measurements()
     out = {}
     for name in sorted({s.efficiency_profile for s in tp.setups.values()} - {""}):

@@ -12,7 +12,8 @@ import statistics
 from dataclasses import dataclass
 
 from ..hardware import HardwareClass
-from .measurements import METRICS, REGIMES, Prediction, Skipped, lacks_tensor_peak, regime
+from .measurements import (METRICS, REGIMES, Prediction, Skipped, lacks_tensor_peak, regime,
+                           row_stack)
 
 MODES = ("ideal", "generic", "estimated")
 BAND = 0.15                   # the page's +-15 % band
@@ -139,8 +140,10 @@ def why(p: Prediction, fitted_classes: set | None = None) -> tuple[str, ...]:
     if fitted_classes is not None and p.efficiency_class not in fitted_classes:
         out.append(f"class {p.efficiency_class.value} has no fitted efficiency (too few "
                    "measurements): provisional values")
-    if row.framework is None:
-        out.append(f"no profile for {m.framework or 'this stack'}: generic class values")
+    if row.framework is None and m.framework.strip():
+        out.append(f"no profile for {m.framework}: generic class values")
+    elif row.framework is None:
+        out.append(f"no stack stated: the class's default stack ({row_stack(row)})")
     if p.error > ANOMALY:
         out.append(f"the estimate is {p.estimated / p.measured:.1f}x the measurement: an "
                    "anomalous run or a misconfiguration (offload, fallback kernels, throttling)")

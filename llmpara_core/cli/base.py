@@ -220,10 +220,12 @@ def _cmd_analyze(args) -> None:
     from ..export import report_to_dict, row_to_dict
     from ..presets import load_hardware, load_model
     model, hw = load_model(args.model), load_hardware(args.hardware)
-    framework, efficiency = _framework_efficiency(hw, args.framework)
-    report = analyze(model, hw, precision_from_args(args), workload_from_args(args), efficiency)
+    stack_hw, stack = with_framework(hw, args.framework)
+    report = analyze(model, hw, precision_from_args(args), workload_from_args(args),
+                     stack_hw.efficiency)
     d = report_to_dict(report)
-    d["framework"] = framework
+    d["framework"] = stack.name
+    d["stack"] = stack.to_dict()
     for hook in ANALYZE_HOOKS:
         d.update(hook(report, args))
     rows = [row_to_dict(r) for r in report.prefill.rows + report.decode.rows]
@@ -236,6 +238,7 @@ def _cmd_analyze(args) -> None:
     elif args.format == "csv":
         emit(None, "csv", rows)
     else:
+        print_stack(stack)
         summary = {k: v for k, v in d.items()
                    if not isinstance(v, (dict, list)) and k != "schema_version"}
         summary.update({f"ideal_{k}": v for k, v in d["ideal"].items()})
@@ -254,18 +257,12 @@ def _write(path: str, write) -> None:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def _framework_efficiency(hw, name: str | None):
-    """(profile name, efficiency) for ``--framework``; None = the class's generic profile."""
-    if name is None:
-        return "generic", None
-    from ..calibration.efficiency import efficiency_for, resolve_framework
-    key = resolve_framework(name)
-    return key, efficiency_for(hw, key)
-
-
-FRAMEWORK_HELP = ("efficiency profile of an inference stack: llama.cpp, gpt-fast, vllm, "
-                  "vllm-legacy, sglang, tensorrt-llm, mlc, exllamav2, mlx, hf-eager "
-                  "(default: the reference llama.cpp-fitted profile of the hardware)")
+FRAMEWORK_HELP = ("inference stack whose efficiency profile the estimate uses (default: "
+                  "'default' = the device class's usual stack: vLLM on datacenter GPUs, "
+                  "llama.cpp on consumer GPUs, unified-memory SoCs and CPUs, generic on other "
+                  "classes); a profile: llama.cpp, gpt-fast, vllm, vllm-legacy, sglang, "
+                  "tensorrt-llm, mlc, exllamav2, mlx, fastertransformer, hf-eager; or generic: "
+                  "the stack-agnostic class fit (no stack profile, wider error)")
 
 
 def add_framework_arg(p) -> None:
@@ -274,12 +271,22 @@ def add_framework_arg(p) -> None:
 
 
 def with_framework(hw, name: str | None):
-    """``hw`` running under the ``--framework`` stack (its efficiency set to the profile's;
-    None = unchanged). Unknown names are a ConfigError with close matches."""
-    if name is None or hw is None:
-        return hw
-    from dataclasses import replace as _replace
-    return _replace(hw, efficiency=_framework_efficiency(hw, name)[1])
+    """(``hw`` under the ``--framework`` stack, the resolved ``Stack``); None or "default" =
+    the class default. Unknown names are a ConfigError with close matches."""
+    from ..calibration.stacks import with_stack
+    return with_stack(hw, name)
+
+
+def stack_line(stacks) -> str:
+    """The header line of a table result: "stack: vLLM — default for datacenter GPUs" (the
+    distinct stacks, in order, when several devices run under their own)."""
+    seen = list(dict.fromkeys(s.caption for s in stacks))
+    return "stack: " + "; ".join(seen)
+
+
+def print_stack(*stacks, out=None) -> None:
+    """Print ``stack_line`` of ``stacks`` (table output only; JSON carries a ``stack`` field)."""
+    (out or sys.stdout).write(stack_line(stacks) + "\n")
 
 
 # Functions (report, args) -> dict adding keys to `analyze` JSON (energy, cost, ...).

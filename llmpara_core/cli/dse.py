@@ -61,11 +61,11 @@ def _context(args, space):
         raise ConfigError("dse uses the component energy model (no --energy-model/--alpha)")
     if args.price_usd is not None:
         raise ConfigError("--price-usd: the price is a design quantity here (axis 'price')")
-    base = cli.with_framework(load_hardware(args.hardware_base or space.base_hardware),
-                              args.framework)
+    base, stack = cli.with_framework(load_hardware(args.hardware_base or space.base_hardware),
+                                     args.framework)
     return DesignContext(load_model(args.model), cli.precision_from_args(args),
                          cli.workload_from_args(args), base,
-                         cli_metrics.settings_from_args(args))
+                         cli_metrics.settings_from_args(args)), stack
 
 
 def _points(ev, rows) -> list[dict]:
@@ -80,7 +80,7 @@ def _point(ev, i) -> dict:
 def _cmd_dse(args) -> None:
     from ..dse.run import explore, summarise
     space = _space(args)
-    ctx = _context(args, space)
+    ctx, stack = _context(args, space)
     method = args.method or ("grid" if args.samples is None else "random")
     if method != "grid" and args.samples is None:
         raise ConfigError(f"--method {method} needs --samples N")
@@ -100,12 +100,15 @@ def _cmd_dse(args) -> None:
     rows = _points(ev, front[:args.front_limit or None])
     if args.format != "json":
         keys = _TABLE_KEYS if args.format == "table" else tuple(rows[0]) if rows else ()
+        if args.format == "table":
+            cli.print_stack(stack)
         cli.emit(None, args.format, [{k: r[k] for k in keys} for r in rows])
         if args.format == "table":
             print(f"{res.points_evaluated} designs evaluated, {res.feasible_count} feasible, "
                   f"{len(front)} on the front of {', '.join(objs)}")
         return
     out = _summary(ctx, space, res, args)
+    out["stack"] = stack.to_dict()
     out.update(extra)
     out["pareto"] = rows
     if args.sensitivity:

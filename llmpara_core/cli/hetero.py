@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 
-from .base import (add_framework_arg, with_framework, add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
-                  emit, number_in, positive_int, precision_from_args,
-                  workload_from_args)
+from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
+                   add_workload_args, emit, number_in, positive_int, precision_from_args,
+                   print_stack, with_framework, workload_from_args)
 from ..errors import ConfigError
 from ..tiers.engine import STRATEGIES, hetero
 from ..tiers.report import (SweepPoint, batch_sweep, reference_estimate, result_to_dict,
@@ -96,7 +96,7 @@ def _sweep_rows(points: tuple[SweepPoint, ...]) -> list[dict]:
 def _cmd_hetero(args) -> None:
     from ..presets import load_hardware, load_model
     model = load_model(args.model)
-    hw = with_framework(load_hardware(args.hardware), args.framework)
+    hw, stack = with_framework(load_hardware(args.hardware), args.framework)
     prec, wl = precision_from_args(args), workload_from_args(args)
     if args.strategy == "pinned" and not args.pin:
         raise ConfigError("--strategy pinned needs at least one --pin SELECTOR=TIER")
@@ -104,6 +104,7 @@ def _cmd_hetero(args) -> None:
               prefetch=not args.no_prefetch, expert_zipf_s=args.expert_zipf)
     res = hetero(model, hw, prec, wl, **kw)
     d = result_to_dict(res, include_items=True, include_operators=args.format == "json")
+    d["stack"] = stack.to_dict()
     ref = reference_estimate(model, hw, prec, wl)
     d["reference"] = {"decode_tokens_per_s": ref.decode_tokens_per_s,
                       "bottleneck_tier": ref.bottleneck_tier,
@@ -122,6 +123,7 @@ def _cmd_hetero(args) -> None:
         return
     summary = {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
     summary["reference_decode_tokens_per_s"] = ref.decode_tokens_per_s
+    print_stack(stack)
     emit(None, "table", [{"quantity": k, "value": v} for k, v in summary.items()])
     print()
     emit(None, "table", [{k: v for k, v in r.items()

@@ -93,17 +93,20 @@ def _cmd_metrics(args) -> None:
     slugs = ([i.slug for i in list_presets("hardware")] if args.hardware_all
              else list(args.hardware))
     model = load_model(args.model)
-    hws = [cli.with_framework(load_hardware(s), args.framework) for s in slugs]
+    hws, stacks = zip(*(cli.with_framework(load_hardware(s), args.framework) for s in slugs))
     rows = compare_hardware(model, hws, cli.precision_from_args(args),
                             cli.workload_from_args(args), settings_from_args(args))
-    out = [asdict(r) for r in rows]
+    out = [{**asdict(r), "stack": s.to_dict()} for r, s in zip(rows, stacks)]
     if args.format == "json":
         cli.emit({"model": model.name, "devices": out}, "json")
-    else:
+    elif args.format == "table":
         keys = ("slug", "fits", "output_tokens_per_s", "j_per_token", "usd_per_million_tokens",
                 "co2e_g_per_million_tokens", "avg_power_w", "error")
-        cli.emit(None, args.format, [{k: r[k] for k in keys} for r in out]
-                 if args.format == "table" else out)
+        cli.print_stack(*stacks)
+        cli.emit(None, "table", [{**{k: r[k] for k in keys[:2]}, "stack": r["stack"]["name"],
+                                  **{k: r[k] for k in keys[2:]}} for r in out])
+    else:
+        cli.emit(None, "csv", [{**r, "stack": r["stack"]["name"]} for r in out])
 
 
 def register(subparsers) -> None:

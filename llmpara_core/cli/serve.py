@@ -9,8 +9,9 @@ Example::
 from __future__ import annotations
 
 
-from .base import (add_model_hw_args, add_output_args, add_precision_args, emit, nonneg_int,
-                   number_in, positive_int, precision_from_args)
+from .base import (FRAMEWORK_HELP, add_model_hw_args, add_output_args, add_precision_args, emit,
+                   nonneg_int, number_in, positive_int, precision_from_args, print_stack,
+                   with_framework)
 from ..errors import ConfigError
 from ..units import BYTES_PER_GB, S_PER_MS
 from ..serving import (ARRIVALS, LENGTHS, POLICIES, EngineConfig, RequestSpec, Slo,
@@ -30,8 +31,8 @@ def register(subparsers) -> None:
     g = p.add_argument_group("deployment")
     g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
-    g.add_argument("--framework", help="inference stack: efficiency profile and scheduler "
-                                       "defaults (tensorrt-llm, vllm, ...)")
+    g.add_argument("--framework", help=FRAMEWORK_HELP + "; also the scheduler defaults "
+                                       "(tensorrt-llm, vllm; other stacks: a generic engine)")
     w = p.add_argument_group("requests")
     w.add_argument("--isl", type=positive_int, default=512, help="input tokens per request")
     w.add_argument("--osl", type=positive_int, default=256, help="output tokens per request")
@@ -85,18 +86,17 @@ def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
 
 
 def _cmd_serve(args) -> None:
-    from ..calibration.efficiency import efficiency_for, resolve_framework
     from ..parallel import ParallelPlan
     from ..presets import load_hardware, load_model
     model, hw = load_model(args.model), load_hardware(args.hardware)
-    fw = resolve_framework(args.framework) if args.framework else None
-    eff = efficiency_for(hw, fw) if fw else None
+    stack_hw, stack = with_framework(hw, args.framework)
+    eff = stack_hw.efficiency
     if (args.slo_ttft_ms is None) != (args.slo_tpot_ms is None):
         raise ConfigError("give both --slo-ttft-ms and --slo-tpot-ms")
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms * S_PER_MS,
                                                      args.slo_tpot_ms * S_PER_MS,
                                                      args.slo_percentile)
-    cfg, source = _engine_config(args, fw)
+    cfg, source = _engine_config(args, stack.name)
     spec = RequestSpec(isl=args.isl, osl=args.osl,
                        arrival="max-load" if args.max_load else args.arrival, rate=args.rate,
                        burstiness=args.burstiness, requests=args.requests,
@@ -105,7 +105,7 @@ def _cmd_serve(args) -> None:
     st = serve(model, hw, precision, spec, cfg,
                ParallelPlan(tp=args.tp, pp=args.pp), eff, slo, args.target_rate,
                flash_attention=not args.no_flash_attention, search=not args.no_search)
-    d = study_to_dict(st, fw or "generic", source)
+    d = study_to_dict(st, stack, source)
     if args.disagg_gpus is not None:
         if slo is None:
             raise ConfigError("--disagg-gpus needs --slo-ttft-ms and --slo-tpot-ms")
@@ -120,4 +120,6 @@ def _cmd_serve(args) -> None:
     flat = {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
     for k in ("ttft_s", "tpot_s", "e2e_s"):
         flat.update({f"{k}.{q}": v for q, v in d[k].items()})
+    if args.format == "table":
+        print_stack(stack)
     emit(None, args.format, [{"quantity": k, "value": v} for k, v in flat.items()])

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from .base import (add_framework_arg, with_framework, add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
-                  emit, number_in, positive_int, precision_from_args,
-                  workload_from_args)
+from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
+                   add_workload_args, emit, number_in, positive_int, precision_from_args,
+                   print_stack, with_framework, workload_from_args)
 from ..errors import ConfigError
 from ..export import _plain
 from ..parallel import (OBJECTIVES, STRATEGIES, ParallelPlan, scaling_curve, search_plans,
@@ -71,7 +71,7 @@ def register(subparsers) -> None:
 def _cmd_shard(args) -> None:
     from ..presets import load_hardware, load_model
     model, hw = load_model(args.model), load_hardware(args.hardware)
-    hw = with_framework(hw, args.framework)
+    hw, stack = with_framework(hw, args.framework)
     precision, workload = precision_from_args(args), workload_from_args(args)
     if args.search and args.scaling:
         raise ConfigError("use either --search or --scaling, not both")
@@ -87,19 +87,20 @@ def _cmd_shard(args) -> None:
                  "parallel_efficiency": c.parallel_efficiency} for c in found[:args.top]]
         if not rows:
             raise ConfigError(f"no valid plan of {model.name} fits on {hw.name}")
-        emit({"objective": args.search, "candidates": rows}, args.format, rows)
+        _emit(stack, args.format, {"objective": args.search, "candidates": rows}, rows)
         return
     if args.scaling:
         pts = scaling_curve(model, hw, precision, workload, args.scaling)
         rows = [{**{k: v for k, v in _plain(pt).items() if k != "plan"},
                  "plan": pt.plan.label if pt.plan else None} for pt in pts]
-        emit({"strategy": args.scaling, "points": rows}, args.format, rows)
+        _emit(stack, args.format, {"strategy": args.scaling, "points": rows}, rows)
         return
     plan = ParallelPlan(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep,
                         microbatches=args.microbatches, stage_layers=args.stage_layers,
                         overlap=args.overlap, vocab_parallel=not args.no_vocab_parallel)
     report = shard_analyze(model, hw, precision, workload, plan)
     d = shard_report_to_dict(report, include_operators=args.format == "csv")
+    d["stack"] = stack.to_dict()
     if args.format == "json":
         emit(d, "json")
     elif args.format == "csv":
@@ -110,6 +111,17 @@ def _cmd_shard(args) -> None:
                         if not isinstance(v, (dict, list)) and k not in ("model", "hardware")})
         for name in ("prefill_breakdown", "decode_breakdown"):
             summary.update({f"{name}.{k}": v for k, v in d[name].items()})
+        print_stack(stack)
         emit(None, "table", [{"quantity": k, "value": v} for k, v in summary.items()])
         for note in report.notes:
             print(f"note: {note}")
+
+
+def _emit(stack, fmt: str, d: dict, rows: list[dict]) -> None:
+    """A search or scaling result: JSON with its ``stack``, or the rows under the stack line."""
+    if fmt == "json":
+        emit({**d, "stack": stack.to_dict()}, "json")
+        return
+    if fmt == "table":
+        print_stack(stack)
+    emit(None, fmt, rows)

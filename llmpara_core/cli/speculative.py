@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from .base import (add_framework_arg, with_framework, add_model_hw_args, add_output_args, add_precision_args, add_workload_args,
-                  emit, integer_in, number_in, positive_int, precision_from_args,
-                  workload_from_args)
+from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
+                   add_workload_args, emit, integer_in, number_in, positive_int,
+                   precision_from_args, print_stack, stack_line, with_framework,
+                   workload_from_args)
 from ..errors import ConfigError
 from ..limits import bound
 from ..precision import precision_preset
@@ -65,12 +66,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _draft(args, target):
-    from ..presets import load_hardware, load_model
+def _draft(args, target, dhw):
+    from ..presets import load_model
     from ..speculative.engine import head_draft, medusa_draft, model_draft, ngram_draft
     dprec = precision_preset(args.draft_precision) if args.draft_precision else None
-    dhw = (with_framework(load_hardware(args.draft_hardware), args.framework)
-           if args.draft_hardware else None)
     kind = args.draft_kind
     if kind not in ("eagle", "mtp"):
         for flag, value in (("--head-params", args.head_params),
@@ -99,9 +98,11 @@ def run(args) -> None:
     from ..speculative.engine import (Setup, Speculation, analyze_speculative, break_even_alpha,
                               optimal_gamma, report_to_dict)
     target = load_model(args.model)
-    hw = with_framework(load_hardware(args.hardware), args.framework)
+    hw, stack = with_framework(load_hardware(args.hardware), args.framework)
+    dhw, dstack = (with_framework(load_hardware(args.draft_hardware), args.framework)
+                   if args.draft_hardware else (None, None))
     setup = Setup(target, hw, precision_from_args(args), workload_from_args(args),
-                  _draft(args, target))
+                  _draft(args, target, dhw))
     spec = Speculation(args.gamma, alpha=args.alpha, acceptance=args.acceptance,
                        expected_tokens=args.expected_tokens, verify_tokens=args.verify_tokens)
     report = analyze_speculative(setup, spec)
@@ -112,11 +113,16 @@ def run(args) -> None:
     else:
         d["optimal_gamma"] = None
     d["break_even_alpha"] = break_even_alpha(setup, args.gamma) if args.gamma else None
+    d["stack"] = stack.to_dict()
+    if dstack is not None:
+        d["draft_stack"] = dstack.to_dict()
     if args.format == "json":
         emit(d, "json")
         return
     rows = []
     for k, v in d.items():
+        if k in ("stack", "draft_stack"):
+            continue
         if isinstance(v, dict) and k != "ideal":
             rows += [{"quantity": f"{k}.{kk}", "value": vv} for kk, vv in v.items()
                      if not isinstance(vv, dict)]
@@ -126,6 +132,10 @@ def run(args) -> None:
         elif not isinstance(v, (dict, list)) and k != "ideal":
             rows.append({"quantity": k, "value": v})
     rows.append({"quantity": "ideal.speedup", "value": d["ideal"]["speedup"]})
+    if args.format == "table":
+        print_stack(stack)
+        if dstack is not None:
+            print("draft " + stack_line([dstack]))
     emit(None, args.format, rows)
     if args.format == "table":
         for note in report.notes:

@@ -133,8 +133,9 @@ def _print_table(summary, loo: bool = False) -> None:
     out.write(f"{summary.rows} rows predicted, {len(summary.skipped)} skipped. Estimated "
               f"batch-1 decode tokens/s: median |error| {_pct(h.median_abs)} over {h.n} "
               "rows.\n"
-              "error = predicted / measured - 1; generic = class values, estimated = with the "
-              "row's framework profile.\n\n")
+              "error = predicted / measured - 1; generic = class values (stack-agnostic), "
+              "estimated = with the row's stack profile (a row naming no stack: its class's "
+              "default stack).\n\n")
     rows = [{"metric": g.metric, "group": g.group if g.kind == "all" else f"{g.kind}: {g.group}",
              "n": g.estimated.n, "ideal": _pct(g.ideal.median_abs),
              "generic": _pct(g.generic.median_abs), "estimated": _pct(g.estimated.median_abs),

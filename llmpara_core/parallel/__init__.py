@@ -54,9 +54,10 @@ bandwidth, M = message bytes; see :func:`collective_terms`)
 
 Modules: :mod:`.plan` (plan, validation, the device's slice of the model),
 :mod:`.collectives` (collectives), :mod:`.evaluation` (``shard_analyze``: memory, time,
-breakdowns), :mod:`.search` (scaling curves, best-plan search),
-:mod:`.measurements` (published TP measurements). This module re-exports their public
-names, so ``from llmpara_core import parallel`` is all a caller needs.
+breakdowns), :mod:`.search` (scaling curves, best-plan search). This module re-exports their
+public names, so ``from llmpara_core import parallel`` is all a caller needs. The published TP
+measurements and their predictions are :mod:`llmpara_core.calibration.tp_measurements` (they
+run under fitted stack profiles; ``parallel`` never imports ``calibration``).
 """
 
 from __future__ import annotations
@@ -70,9 +71,6 @@ from .plan import (MAX_DEGREE, Layout, ParallelPlan, busiest_rank_experts, divis
 from .search import (OBJECTIVES, STRATEGIES, PlanCandidate, ScalingPoint,
                               candidate_plans, default_device_counts, scaling_curve,
                               search_plans)
-from .measurements import (TP_TOLERANCES, TPComparison, TPMeasurement, TPSetup, TPTable,
-                                  Tolerance,
-                                  compare_tp_measurements, load_tp_measurements, predict_row)
 
 __all__ = [
     "COLLECTIVE_SYNC_S", "Collective", "CommCost", "Net", "collective_terms", "collective_time_s",
@@ -80,6 +78,5 @@ __all__ = [
     "shard_analyze", "shard_report_to_dict", "MAX_DEGREE", "Layout", "ParallelPlan",
     "busiest_rank_experts", "divisors", "ranks_hit_per_token", "resolve_plan", "shard_model",
     "OBJECTIVES", "STRATEGIES", "PlanCandidate", "ScalingPoint", "candidate_plans",
-    "default_device_counts", "scaling_curve", "search_plans", "TPComparison", "TPMeasurement",
-    "TPSetup", "TPTable", "TP_TOLERANCES", "Tolerance", "compare_tp_measurements", "load_tp_measurements", "predict_row",
+    "default_device_counts", "scaling_curve", "search_plans",
 ]

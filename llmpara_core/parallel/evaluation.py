@@ -268,14 +268,18 @@ def _pipeline(times: list[float], m: int, decode: bool) -> float:
 
 def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: float,
                ctx: _Ctx) -> TimeBreakdown:
-    """Estimated split of the latency path (every stage once) plus pipeline wait."""
+    """Estimated split of the latency path (every stage once) plus pipeline wait. Overhead
+    holds the kernel launches and the stack's per-pass cost (step and per-sequence overhead:
+    the stage's time beyond its operator rows)."""
     ov = ctx.layout.plan.overlap
     comp = mem = overhead = comm = 0.0
     ir, er = ctx.ideal_r, ctx.est_r
     for ph, t in zip(phases, times):
+        rows_s = 0.0
         for r in ph.rows:
             if r.kind is OpKind.COMM:
                 continue
+            rows_s += r.estimated_s
             o = launches(r.count, r.quantized, er, r.name) * er.kernel_overhead_s
             rest = r.estimated_s - o
             c_est = r.compute_s * ir.flops_per_s / er.flops_per_s
@@ -285,6 +289,7 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
                 comp += rest
             else:
                 mem += rest
+        overhead += t.comp_est - rows_s
         comm += t.comm_est - min(ov * t.comm_est, t.comp_est)
     path = sum(_stage_time(t, ov, True) for t in times)
     return TimeBreakdown(comp, mem, overhead, comm, max(0.0, phase_s - path))

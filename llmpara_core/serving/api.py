@@ -89,12 +89,13 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
                       curve)
 
 
-def study_to_dict(st, framework: str, defaults_source: str) -> dict:
-    """JSON-ready dict (SI units) of a ServeStudy; the CLI contract's keys at the top level."""
+def study_to_dict(st, stack, defaults_source: str) -> dict:
+    """JSON-ready dict (SI units) of a ServeStudy run under ``stack`` (a resolved
+    ``calibration.stacks.Stack``); the CLI contract's keys at the top level."""
     s = st.summary
     out = {
         "model": st.cost.model.name, "hardware": st.cost.hardware.name,
-        "plan": st.cost.plan.label, "framework": framework,
+        "plan": st.cost.plan.label, "framework": stack.name, "stack": stack.to_dict(),
         "output_tokens_per_s": s.output_tokens_per_s,
         "output_tokens_per_s_per_gpu": s.output_tokens_per_s_per_gpu,
         "requests_per_s": s.requests_per_s,

@@ -140,26 +140,27 @@ class SweepPoint:
     osl: int = 256
     requests: int = 1000
     precision: str = "FP16"
-    framework: str | None = None
+    framework: str | None = None     # None = the hardware class's default stack
 
 
 def evaluate_point(p: SweepPoint) -> dict:
-    """Simulate one sweep point; a plain dict (JSON-ready), errors reported in ``error``."""
-    from ..calibration.efficiency import efficiency_for
+    """Simulate one sweep point under its stack (``framework`` None = the class default); a
+    plain dict (JSON-ready), errors reported in ``error``."""
+    from ..calibration.stacks import with_stack
     from ..precision import precision_preset
     from ..presets import load_hardware, load_model
     from .config import framework_defaults
     out = {"model": p.model, "hardware": p.hardware, "tp": p.tp, "rate": p.rate}
     try:
         hw = load_hardware(p.hardware)
-        eff = efficiency_for(hw, p.framework) if p.framework else None
+        stack_hw, stack = with_stack(hw, p.framework)
         cost = IterationCost(load_model(p.model), hw, precision_preset(p.precision),
-                             ParallelPlan(tp=p.tp), eff)
+                             ParallelPlan(tp=p.tp), stack_hw.efficiency)
         spec = RequestSpec(isl=p.isl, osl=p.osl, requests=p.requests)
         if p.rate is not None:
             spec = spec.with_rate(p.rate)
-        s = summarize(simulate(cost, framework_defaults(p.framework).config, spec), cost)
-        out.update(output_tokens_per_s=s.output_tokens_per_s,
+        s = summarize(simulate(cost, framework_defaults(stack.name).config, spec), cost)
+        out.update(stack=stack.to_dict(), output_tokens_per_s=s.output_tokens_per_s,
                    output_tokens_per_s_per_gpu=s.output_tokens_per_s_per_gpu,
                    ttft_p90_s=s.ttft_s.p90, tpot_p90_s=s.tpot_s.p90, error=None)
     except ConfigError as e:

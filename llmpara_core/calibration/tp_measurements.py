@@ -7,6 +7,10 @@ HF-style ``[config]``) for models without a preset, and ``[[row]]`` = one publis
 ``metric`` is ``decode_tokens_per_s`` (generated tokens / wall time of the whole request, as
 gpt-fast reports it) or ``e2e_latency_ms`` (prefill + generation, as FasterTransformer reports
 it); both are compared as tokens/s per sequence = gen_len / end-to-end time.
+
+It lives in ``calibration`` (not ``parallel``) because a setup runs under a stack's fitted
+efficiency profile: ``parallel`` is the sharding model and imports nothing of the calibration,
+which builds on it (``stack_fit`` fits the stacks measured only here).
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ from dataclasses import dataclass, replace
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..model import Model
-from .evaluation import shard_analyze
-from .plan import ParallelPlan
+from ..parallel import ParallelPlan, shard_analyze
 from ..precision import Precision, precision_preset
 from ..units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from ..workload import Workload
+from .efficiency import efficiency_for
 
 METRICS = ("decode_tokens_per_s", "e2e_latency_ms")
 
@@ -140,12 +144,7 @@ def _setup(key: str, d: dict) -> TPSetup:
 
 
 def _with_profile(hw: Hardware, profile: str) -> tuple[Hardware, str]:
-    """``hw`` with the efficiency of an inference stack's profile (``calibration``), or
-    unchanged (profile "") where this build has no framework profiles."""
-    try:
-        from ..calibration.efficiency import efficiency_for
-    except ImportError:
-        return hw, ""
+    """``hw`` with the efficiency of an inference stack's profile."""
     return replace(hw, efficiency=efficiency_for(hw, profile)), profile
 
 

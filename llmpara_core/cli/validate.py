@@ -4,7 +4,8 @@
     llmpara validate --data my_runs.csv --format json  # your CSV (same columns)
     llmpara validate --data my_runs.csv --refit        # fit the efficiencies on it first
     llmpara validate --loo --regime batched            # leave-one-device-out, one regime
-    llmpara validate --regime speculative              # speculative speedup vs batch sweeps
+    llmpara validate --regime speculative [--loo]      # speculative speedup vs batch sweeps
+    llmpara validate --regime energy [--loo]           # energy per output token (ML.ENERGY)
 
 Formats: ``table`` prints the error summary, the worst cases with the likely reason and the
 skipped rows; ``json`` one object with the summary, the worst cases, the skipped rows and every
@@ -100,22 +101,30 @@ def run(args) -> None:
 
 def _run_speculative(args) -> None:
     """``--regime speculative``: the batch-sweep validation (speculative.batch_sweeps)."""
-    for flag, given in (("--data", args.data), ("--refit", args.refit), ("--loo", args.loo),
+    for flag, given in (("--data", args.data), ("--refit", args.refit),
                         ("--device", args.device)):
         if given:
             raise ConfigError(f"{flag} does not apply to --regime speculative (it validates "
                               "the shipped speculative measurements; alpha is fitted per sweep)")
     from ..speculative import batch_sweeps as bs
-    v = bs.validate_sweeps()
+    if args.loo:
+        from ..speculative.fit import fit_costs
+        f = fit_costs()
+        v = bs.SweepValidation(tuple(s for s, _ in f.held_out), True)
+        how = ("leave-one-sweep-out: each sweep predicted with the speculation costs fitted on "
+               "the other sweeps (speculative.fit)")
+    else:
+        v = bs.validate_sweeps()
+        how = "the speculation costs of presets/tables/speculative_costs.toml (fitted on all sweeps)"
     if args.format == "json":
-        emit(bs.validation_dict(v), "json")
+        emit(bs.validation_dict(v) | {"loo": bool(args.loo)}, "json")
     elif args.format == "csv":
         emit(None, "csv", bs.sweep_rows(v))
     else:
         sys.stdout.write(
             f"speculative speedup vs batch: {len(v.sweeps)} published sweep(s); alpha fitted on "
             f"each sweep's smallest batch, the other {len(v.errors)} row(s) predicted at their "
-            f"own batch and gamma (estimated rates, the row's stack profile).\n"
+            f"own batch and gamma (estimated rates, the row's stack profile); {how}.\n"
             f"median |error| {_pct(v.median_abs_error)} (criterion <= "
             f"{_pct(bs.SWEEP_TOLERANCE_MEDIAN)}: {'met' if v.passes else 'NOT met'}); "
             "error = predicted / measured - 1.\n\n")

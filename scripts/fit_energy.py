@@ -54,6 +54,15 @@ def main(argv=None) -> int:
         'source = "fit on presets/tables/energy_measurements.csv (ML.ENERGY Leaderboard v2, '
         'batched rows E0219-E0272)"',
         "",
+        "# leave-one-device-out medians (fractions), as llmpara validate --regime energy --loo",
+        "[fit]",
+        *[f"{k} = {v:.4f}" for k, v in (
+            ("batched", f.median()), ("batched_1gpu", f.median("batched, 1 GPU")),
+            ("batched_tp", f.median("batched, tensor parallel")),
+            ("batch_1", f.median("batch 1")))],
+        f"rows_batched = {n(None)}",
+        f"rows_batch_1 = {n('batch 1')}",
+        "",
         "[power]",
         f"active = {c.active:g}",
         f"compute = {c.compute:g}",

@@ -50,6 +50,14 @@ def main(argv=None) -> int:
         'source = "fit on presets/tables/speculative_measurements.csv batch sweeps '
         '(S0062-S0064, S0089-S0104)"',
         "",
+        "# leave-one-sweep-out median |error| (fraction), as llmpara validate --regime "
+        "speculative --loo",
+        "[fit]",
+        f"held_out = {f.held_out_median_abs_error:.4f}",
+        f"in_sample = {f.in_sample_median_abs_error:.4f}",
+        f"rows = {len(f.held_out_errors)}",
+        f"sweeps = {len(f.held_out)}",
+        "",
         "[costs]",
         f"draft_seq_share = {c.draft_seq_share:g}",
         f"iteration_seq_us = {c.iteration_seq_s / S_PER_US:g}",

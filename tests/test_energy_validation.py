@@ -16,7 +16,7 @@ from llmpara_core.metrics.energy_validation import (ENERGY_TOLERANCE_MEDIAN, Pow
                                                     RowWork, busy_power_w, device_energy_j,
                                                     device_power_w, energy_rows, group_of,
                                                     j_per_token, power_constants, predict_rows,
-                                                    run_time_s)
+                                                    recorded_fit, run_time_s)
 
 M = EnergyMeasurement("X1", "llama-3.1-8b", "nvidia-h100-sxm", "BF16", 10, 100, 50, 1.0, None,
                       False, devices=2)
@@ -134,6 +134,13 @@ def test_batched_energy_leave_one_device_out_within_15_percent(fit):
 
 def test_shipped_constants_are_the_fit_on_every_batched_row(fit):
     assert power_constants() == fit.constants
+    # the held-out figures the pages show are the ones the fit computes
+    rec = recorded_fit()
+    assert rec["batched"] == pytest.approx(fit.batched_median, abs=1e-4)
+    assert rec["batched_1gpu"] == pytest.approx(fit.median("batched, 1 GPU"), abs=1e-4)
+    assert rec["batched_tp"] == pytest.approx(fit.median("batched, tensor parallel"), abs=1e-4)
+    assert rec["batch_1"] == pytest.approx(fit.median("batch 1"), abs=1e-4)
+    assert (rec["rows_batched"], rec["rows_batch_1"]) == (54, 6)
 
 
 def test_batch_1_rows_are_predicted_held_out(fit):

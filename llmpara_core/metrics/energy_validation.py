@@ -248,3 +248,39 @@ def predict_rows(rows=None, c: PowerConstants | None = None) -> tuple[EnergyPred
 
 def log_error(pred: float, measured: float) -> float:
     return abs(math.log(pred / measured))
+
+
+def recorded_fit() -> dict:
+    """The leave-one-device-out medians the fit script wrote beside the constants
+    (``[fit]`` of ``energy_power.toml``; ``energy_fit.fit_energy`` recomputes them)."""
+    return dict(load_table("energy_power").get("fit", {}))
+
+
+def _stats(errors) -> dict:
+    a = sorted(abs(e) for e in errors)
+    if not a:
+        return {"median_abs_error": None, "median_error": None, "p90_abs_error": None,
+                "within_15pct": None}
+    return {"median_abs_error": statistics.median(a), "median_error": statistics.median(errors),
+            "p90_abs_error": a[min(len(a) - 1, int(round(0.9 * (len(a) - 1))))],
+            "within_15pct": sum(x <= 0.15 for x in a) / len(a)}
+
+
+def regime_rows() -> list[dict]:
+    """The "energy" regime for the Validation page's "Error by regime and stack" table
+    (``calibration.summary.group_row``'s keys; metric "J/token"): the shipped constants'
+    predictions of the batched rows (all, one GPU, tensor parallel) and the batch-1 rows.
+    Only "estimated" applies (the power model has no ideal or generic mode)."""
+    preds = predict_rows()
+    groups = [("energy (batched)", [p for p in preds if p.work.batched])] + [
+        (f"energy / {g}", [p for p in preds if group_of(p.work) == g])
+        for g in ("batched, 1 GPU", "batched, tensor parallel", "batch 1")]
+    out = []
+    for i, (name, ps) in enumerate(groups):
+        row = {"metric": "J/token", "kind": "regime" if i == 0 else "regime-stack",
+               "group": name, "n": len(ps)}
+        errs = [p.error for p in ps]
+        for mode, e in (("estimated", errs), ("ideal", []), ("generic", [])):
+            row.update({f"{mode}_{k}": v for k, v in _stats(e).items()})
+        out.append(row)
+    return out

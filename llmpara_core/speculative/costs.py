@@ -68,3 +68,9 @@ class overridden:
         _OVERRIDE.pop()
         _engine.cache_clear()
         return False
+
+
+def recorded_fit() -> dict:
+    """The leave-one-sweep-out figures the fit script wrote beside the constants (``[fit]``
+    of ``speculative_costs.toml``; ``speculative.fit.fit_costs`` recomputes them)."""
+    return dict(load_table("speculative_costs").get("fit", {}))

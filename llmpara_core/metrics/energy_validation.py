@@ -139,6 +139,19 @@ def j_per_token(w: RowWork, c: PowerConstants | None = None) -> float:
     return w.devices * device_energy_j(w, c) / w.output_tokens
 
 
+def component_j_per_token(w: RowWork) -> float:
+    """The component model's J per output token (``metrics.energy``: static power over the
+    run on every device + e_flop x FLOPs + e_byte x bytes, constants from technology and each
+    device's TDP, none fitted on these rows), for comparison with the power model: every byte
+    priced as a weight byte of main memory, no link energy."""
+    from ..presets import load_hardware
+    from ..precision import DType
+    m = w.measurement
+    p = energy_params(load_hardware(m.hardware_preset), DType.FP16)
+    return (w.devices * p.static_w * w.time_s + p.flop_j * w.flops
+            + p.weight_j_per_byte * w.memory_bytes) / w.output_tokens
+
+
 def _interconnect(hw, n: int):
     """The link of an n-device tensor-parallel row, as the timing validation maps it."""
     from ..calibration.measurements import mapping_table

@@ -51,22 +51,18 @@ def spec_costs() -> SpecCosts:
 
 
 class overridden:
-    """Context manager: ``spec_costs()`` returns ``costs`` inside (the fit's trial values).
-    Clears the engine cache on entry and exit, since engines hold their rates."""
+    """Context manager: ``spec_costs()`` returns ``costs`` inside (the fit's trial values;
+    the engine cache is keyed by the costs in force, so no cached engine leaks across)."""
 
     def __init__(self, costs: SpecCosts):
         self.costs = costs
 
     def __enter__(self):
-        from .engine import _engine
         _OVERRIDE.append(self.costs)
-        _engine.cache_clear()
         return self.costs
 
     def __exit__(self, *exc):
-        from .engine import _engine
         _OVERRIDE.pop()
-        _engine.cache_clear()
         return False
 
 

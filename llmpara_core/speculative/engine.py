@@ -55,7 +55,7 @@ from .drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa
                                  head_draft, medusa_draft,
                                  medusa_ops, medusa_weight_bytes, model_draft, ngram_draft,
                                  vocab_check)
-from .costs import spec_costs
+from .costs import SpecCosts, spec_costs
 from .passes import _Pass, _Sum, _pass_time_s, _steps
 from ..units import S_PER_US, bits_to_bytes
 from ..workload import Workload
@@ -250,8 +250,9 @@ class SpecReport:
 class _Engine:
     """Cached passes and rates of one ``Setup``; evaluates any ``Speculation`` quickly."""
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, costs: SpecCosts):
         self.su = su = setup
+        self.costs = costs
         wl = su.workload
         first, last = wl.decode_contexts
         self.first, self.n_tokens = first, max(0, last - first + 1)
@@ -266,7 +267,6 @@ class _Engine:
         # a draft pass pays the per-sequence cost (inputs prepared per sequence) but not the
         # scheduler's per-iteration cost, paid once per draft+verify iteration with the verify
         deff_used = deff or su.draft_hardware.effective_efficiency
-        costs = spec_costs()
         self.rd = {True: replace(rates(su.draft_hardware, ddt, True, deff, tokens_in_flight=b),
                                  pass_overhead_s=costs.draft_seq_share
                                  * deff_used.seq_overhead_s * b),
@@ -294,7 +294,7 @@ class _Engine:
         r = rates(su.hardware, su.precision.compute_dtype, True, su.efficiency,
                   tokens_in_flight=b * s, batch=b)
         host_s = ((su.efficiency or su.hardware.effective_efficiency).spec_host_seq_s
-                  + (spec_costs().iteration_seq_s if speculating else 0.0)) * b
+                  + (self.costs.iteration_seq_s if speculating else 0.0)) * b
         return replace(r, pass_overhead_s=r.pass_overhead_s + host_s) if host_s else r
 
     def verify(self, s: int) -> _Pass:
@@ -352,9 +352,14 @@ class _Engine:
         return self.vanilla[estimated] / (draft.time_s + verify.time_s)
 
 
-@functools.lru_cache(maxsize=32)
 def _engine(setup: Setup) -> _Engine:
-    return _Engine(setup)
+    """The cached engine of ``setup`` under the speculation costs in force."""
+    return _engine_for(setup, spec_costs())
+
+
+@functools.lru_cache(maxsize=32)
+def _engine_for(setup: Setup, costs: SpecCosts) -> _Engine:
+    return _Engine(setup, costs)
 
 
 # ---- public analyses -------------------------------------------------------------------------

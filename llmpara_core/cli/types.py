@@ -40,7 +40,8 @@ def bounded(name: str, what: str | None = None, lo_open: bool = False):
         except ConfigError:
             unit = f" {b.unit}" if b.unit else ""
             raise argparse.ArgumentTypeError(
-                f"{label} must be in {'(' if lo_open else '['}{_g(b.lo)}, {_g(b.hi)}]{unit}, "
+                f"{label} must be {'an integer' if is_int else 'a number'} in "
+                f"{'(' if lo_open else '['}{_g(b.lo)}, {_g(b.hi)}]{unit}, "
                 f"got {s[:40]}") from None
         if lo_open and v == b.lo:
             raise argparse.ArgumentTypeError(f"{label} must be above {_g(b.lo)}, got {s[:40]}")

@@ -142,8 +142,8 @@ PARALLEL: dict[str, Bound] = {
 
 # NSGA-II settings.
 SEARCH: dict[str, Bound] = {
-    "population": Bound(4, 10_000),
-    "generations": Bound(1, 10_000),
+    "population": Bound(8, 5_000),
+    "generations": Bound(1, 2_000),
     "samples": Bound(1, 10_000_000),
 }
 

@@ -116,8 +116,17 @@ def test_design_space_sampling_checks_between_chunks():
 
 def test_nsga_stops():
     space = dse_space.find_space("datacenter-gpu").without_axis("tdp").without_axis("price")
-    _stops(lambda: dse_nsga.run_nsga(_dse_ctx(), space, population=1000, generations=500,
+    _stops(lambda: dse_nsga.run_nsga(_dse_ctx(), space, population=1000, generations=200,
                                      reference_samples=512))
+
+
+def test_nsga_past_the_evaluation_cap_is_refused_before_work():
+    """1,000 x 500 = 500,000 evaluations: refused at once, naming the cap (issue 29)."""
+    space = dse_space.find_space("datacenter-gpu")
+    t0 = time.thread_time()
+    with pytest.raises(ConfigError, match=r"500,000 is more than the cap of 200,000"):
+        dse_nsga.run_nsga(_dse_ctx(), space, population=1000, generations=500)
+    assert time.thread_time() - t0 < 0.5
 
 
 def test_parallel_plan_search_stops():

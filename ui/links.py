@@ -226,11 +226,22 @@ def _last(values) -> str:
     return str(values)
 
 
+def repeat_warning(key: str, values) -> str | None:
+    """The warning for a single-valued key given more than once (the last value is used; the
+    others are dropped, and the visitor is told so), else None."""
+    if not isinstance(values, (list, tuple)) or len(values) < 2:
+        return None
+    n = len(values)
+    return (f"Link parameter `{key}` appears {n:,} times; using the last value "
+            f"'{show_value(values[-1])}' and dropping the other {n - 1:,}.")
+
+
 def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str]]:
     """Validate a raw query mapping (value: str or list of str, last one wins) into a complete
     scenario state, and the warnings for every key that had to fall back to its default."""
     state = defaults(cat)
-    warnings: list[str] = []
+    warnings: list[str] = [w for k, v in raw.items() if k in SCENARIO_KEYS
+                           for w in [repeat_warning(k, v)] if w]
     got = {k: _last(v) for k, v in raw.items() if k in SCENARIO_KEYS}
 
     def bad(key: str, why: str, fallback) -> None:

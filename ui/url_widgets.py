@@ -21,8 +21,11 @@ def register_link_param(key: str, value: str | list[str]) -> None:
     st.session_state.setdefault(_PAGE_LINK, {})[key] = value
 
 
-def _check_url(key: str, ok: Callable[[list[str]], bool], expected: str) -> None:
+def _check_url(key: str, ok: Callable[[list[str]], bool], expected: str,
+               multi: bool = False) -> None:
     raws = st.query_params.get_all(key)
+    if not multi and (w := links.repeat_warning(key, raws)):
+        add_warning(w)
     if raws and not ok(raws):
         shown = links.show_value(raws[-1])
         add_warning(f"Link parameter `{key}`: '{shown}' is not {expected}; using the default.")
@@ -60,7 +63,19 @@ def url_multiselect(label: str, options: Sequence, key: str, default: Sequence =
                     format_func: Callable[[Any], str] = str, **kwargs) -> list:
     opts = list(options)
     labels = set(format_func(o) for o in opts)
-    _check_url(key, lambda raws: all(r in labels for r in raws), "a list of known options")
+    raws = st.query_params.get_all(key)
+    unknown = [r for r in raws if r not in labels]
+    if unknown:         # keep the known values, name the dropped ones
+        shown = ", ".join(f"'{links.show_value(r)}'" for r in unknown[:5])
+        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+        add_warning(f"Link parameter `{key}`: dropped {len(unknown):,} unknown "
+                    f"value{'s' if len(unknown) > 1 else ''} ({shown}{more}); "
+                    f"kept {len(raws) - len(unknown):,} known.")
+        known = list(dict.fromkeys(r for r in raws if r in labels))
+        if known:
+            st.query_params[key] = known
+        else:
+            del st.query_params[key]
     value = st.multiselect(label, opts, default=list(default), key=key, format_func=format_func,
                            bind="query-params", **kwargs)
     register_link_param(key, [format_func(v) for v in value])

@@ -85,3 +85,15 @@ def check_mapping(obj, path: str = "", depth: int = 0) -> None:
         for v in obj[:100_000]:
             if isinstance(v, (dict, list, tuple)):
                 check_mapping(v, path, depth + 1)
+
+
+def check_report(report) -> None:
+    """OutsideEnvelope if a kernel ``Report``'s estimated or ideal times leave the envelope
+    (the dashboard's check of every scenario it renders)."""
+    for which in ("estimated", "ideal"):
+        t = getattr(report, which, None)
+        if t is None:
+            continue
+        for f in ("ttft_s", "tpot_s", "e2e_latency_s"):
+            check_value(f"{which} {f.removesuffix('_s').replace('_', ' ').upper()} [s]",
+                        getattr(t, f), "time")

@@ -534,3 +534,225 @@ def test_sharding_page_with_a_huge_cluster_file_shows_an_error(devices, error, m
     shown = [e.value.replace("\\", "") for e in at.error]          # markdown-escaped
     assert any(error in m for m in shown), shown
     assert not any("Streamlit" in m or "Traceback" in m for m in shown), shown
+
+
+# ==== issue 29: cases generated from the bounds table and the page widget registry ==========
+# Every number a user can give, at its min, max, 0, just outside each bound, NaN and inf, must
+# end in one of two outcomes: a clear refusal (CLI: exit 2 and one line; page: a visible
+# warning or error, never an exception) or an answer inside the output envelope
+# (llmpara_core.envelope). The CLI cases run in-process through ``cli.main`` (no interpreter
+# start per case) under a short --time-budget, so a value that asks for hours of work is
+# stopped with a message instead.
+
+import math as _math
+
+from llmpara_core import envelope as _envelope
+
+CASE_BUDGET_S = "3"          # --time-budget of each generated CLI case (wall seconds)
+
+# Required arguments per subcommand (small, fast scenarios); the flag under test follows.
+CLI_BASE = {
+    "analyze": ["analyze", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm"],
+    "metrics": ["metrics", "--model", "llama-3.2-1b", "--hardware", "nvidia-h100-sxm"],
+    "serve": ["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--max-load",
+              "--requests", "50"],
+    "shard": ["shard", "-m", "llama-3.2-1b", "-hw", "8x-nvidia-h100-sxm-nvlink"],
+    "speculative": ["speculative", "--target", "llama-3.1-8b", "-hw", "nvidia-h100-sxm",
+                    "--draft", "llama-3.2-1b", "--gamma", "4", "--alpha", "0.8"],
+    "hetero": ["hetero", "-m", "llama-3.2-1b", "-hw", "Cambricon-LLM (Chiplet)"],
+    "dse": ["dse", "--model", "llama-3.2-1b", "--samples", "200"],
+    "validate": ["validate", "--regime", "batch-1"],
+    "models": ["models"],
+    "hardware": ["hardware"],
+}
+# A flag whose value needs another to apply (serve's --rate replaces --max-load).
+CLI_SWAP = {("serve", "--rate"): ("--max-load",)}
+
+
+def _outside(lo: float, hi: float, is_int: bool) -> tuple[float, float]:
+    """The values just below ``lo`` and just above ``hi``."""
+    if is_int:
+        return lo - 1, hi + 1
+    return lo - max(abs(lo) * 1e-3, 1e-9), hi + max(abs(hi) * 1e-3, 1e-9)
+
+
+def _edge_values(lo: float, hi: float, is_int: bool) -> list:
+    below, above = _outside(lo, hi, is_int)
+    vals = [lo, hi, 0, below, above]
+    if not is_int:
+        vals += [_math.nan, _math.inf]
+    out = []
+    for v in vals:
+        v = int(v) if is_int and _math.isfinite(v) else v
+        if not any(str(v) == str(o) for o in out):
+            out.append(v)
+    return out
+
+
+def _bounded_flags():
+    """(subcommand, flag, bound name) of every flag whose type comes from the bounds table
+    (``cli.types.bounded``), each (flag, bound) once, on the first subcommand that has it."""
+    from llmpara_core.cli.base import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    seen, out = set(), []
+    for name, p in sub.choices.items():
+        for a in p._actions:
+            bname = getattr(a.type, "bound_name", None)
+            if bname is None or not a.option_strings:
+                continue
+            flag = max(a.option_strings, key=len)
+            if (flag, bname) in seen:
+                continue
+            seen.add((flag, bname))
+            out.append((name, flag, bname))
+    return out
+
+
+def _cli_cases():
+    from llmpara_core.limits import bound, is_int_quantity
+    cases = []
+    for cmd, flag, bname in _bounded_flags():
+        b = bound(bname)
+        for v in _edge_values(b.lo, b.hi, is_int_quantity(bname)):
+            cases.append(pytest.param(cmd, flag, v, id=f"{cmd}{flag}={v}"))
+    return cases
+
+
+def _argv(cmd: str, flag: str, value) -> list[str]:
+    base = list(CLI_BASE[cmd])
+    for drop in CLI_SWAP.get((cmd, flag), ()):
+        base.remove(drop)
+    if flag in base:                          # the base sets it: the case's value replaces it
+        i = base.index(flag)
+        del base[i:i + 2]
+    return base + [flag, repr(value) if isinstance(value, float) else str(value),
+                   "--format", "json", "--time-budget", CASE_BUDGET_S]
+
+
+def _refusal_or_enveloped(rc: int, err: list[str], out: str, what: str) -> str:
+    """'refused' or 'answered'; fails on anything else."""
+    if rc == 2:
+        assert len(err) == 1 and err[0].startswith("llmpara: error: "), (what, err)
+        return "refused"
+    assert rc == 0, (what, rc, err)
+    _envelope.check_mapping(json.loads(out))       # raises OutsideEnvelope if not sane
+    return "answered"
+
+
+def test_every_command_flag_has_generated_cases():
+    """The generator sees the bounded flags of every analysis subcommand (none silently
+    skipped because it lost its bound)."""
+    cmds = {c for c, _, _ in _bounded_flags()}
+    assert {"analyze", "serve", "shard", "speculative", "dse", "hetero"} <= cmds, cmds
+    assert len(_bounded_flags()) >= 30
+
+
+@pytest.mark.parametrize("cmd,flag,value", _cli_cases())
+def test_generated_cli_bounds(cmd, flag, value):
+    from llmpara_core.cli import main
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        rc = main(_argv(cmd, flag, value))
+    outcome = _refusal_or_enveloped(rc, err.getvalue().splitlines(), out.getvalue(),
+                                    f"{cmd} {flag} {value}")
+    if not (isinstance(value, (int, float)) and _math.isfinite(value)):
+        assert outcome == "refused"
+
+
+# ---- the issue's own examples: each refused (or bounded) with a message -----------------------
+
+ISSUE_29_CLI = [
+    (["analyze", "-m", "llama-3-8b", "-hw", "nvidia-h100-sxm", "--weight-bits", "1e-300"],
+     "bits must be a number in [0.5, 64]"),
+    (["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--rate", "1e-12"],
+     "rate must be a number in"),
+    (["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--rate", "1e-5"],
+     "more than the cap of 2,592,000 s"),
+    (["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--rate", "5", "--requests",
+      "1000000", "--slo-ttft-ms", "500", "--slo-tpot-ms", "50"], "more than the cap of 4,000,000"),
+    (["dse", "--model", "llama-3.2-1b", "--nsga", "--population", "1000", "--generations",
+      "500"], "more than the cap of 200,000"),
+    (["shard", "-m", "qwen3-30b-a3b", "-hw", "8x-nvidia-h100-sxm-nvlink", "--search",
+      "min-tpot", "--max-devices", "65536", "-b", "1024"], "more than the cap of 5,000"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", ISSUE_29_CLI, ids=lambda x: x if isinstance(x, str)
+                         else " ".join(x[:1] + x[5:]))
+def test_issue_29_examples_are_refused_before_work(argv, needle):
+    t0 = time.perf_counter()
+    rc, err, _ = _cli(argv + ["--time-budget", "10"])
+    assert rc == 2 and len(err) == 1 and needle in err[0], err
+    assert time.perf_counter() - t0 < 10
+
+
+def _hw_file(tmp_path, extra: str, eff: str = "") -> str:
+    text = ('name = "X"\nsource = "test"\nclass = "datacenter-gpu"\n'
+            'memory_bandwidth_GBps = 3350\nmemory_capacity_GB = 80\ntdp_W = 700\n'
+            '[peak_TFLOPS]\nfp16 = 989\n')
+    text = text.replace("tdp_W = 700\n", extra if extra.startswith("tdp_W") else
+                        "tdp_W = 700\n" + extra)
+    f = tmp_path / "hw.toml"
+    f.write_text(text + eff)
+    return str(f)
+
+
+@pytest.mark.parametrize("extra,eff,needle", [
+    ("idle_W = 5000\n", "", "idle power must be at most the TDP"),
+    ("", "[efficiency]\ncompute = 1e-300\n", "efficiency.compute"),
+    ("", "[efficiency]\nmemory = 1e-300\n", "efficiency.memory"),
+    ("tdp_W = 0\n", "", "tdp"),
+])
+def test_hardware_file_cross_field_and_fraction_bounds(tmp_path, extra, eff, needle):
+    path = _hw_file(tmp_path, extra, eff)
+    rc, err, _ = _cli(["analyze", "-m", "llama-3.2-1b", "-hw", path])
+    assert rc == 2 and len(err) == 1 and needle in err[0], err
+
+
+def test_ranges_file_axis_takes_the_hardware_bound(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text("[axes]\nbw = [1e-300, 3350]\n")
+    rc, err, _ = _cli(["dse", "--model", "llama-3.2-1b", "--ranges", str(f)])
+    assert rc == 2 and len(err) == 1 and "axis bw" in err[0] and "out of range" in err[0], err
+
+
+def test_output_envelope_refuses_absurd_results():
+    with pytest.raises(_envelope.OutsideEnvelope, match="ttft_s"):
+        _envelope.check_mapping({"rows": [{"ttft_s": 3e298}]})
+    with pytest.raises(_envelope.OutsideEnvelope, match="energy_kwh"):
+        _envelope.check_mapping({"energy_kwh": 2e6})           # 2 GWh
+    with pytest.raises(_envelope.OutsideEnvelope, match="tco_usd"):
+        _envelope.check_mapping({"tco_usd": float("nan")})
+    _envelope.check_mapping({"ttft_s": 1.0, "decode_tokens_per_s": 1e300, "usd_per_mtok": 3.0})
+
+
+# ---- tiny time budget: every subcommand stops with a message ------------------------------------
+
+TINY_ARGS = {**CLI_BASE, "serve": CLI_BASE["serve"][:-1] + ["5000"],
+             "dse": ["dse", "--model", "llama-3.2-1b", "--samples", "1000000"]}
+
+
+def test_every_subcommand_has_a_tiny_budget_case():
+    from llmpara_core.cli.base import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    missing = set(sub.choices) - set(TINY_ARGS)
+    assert not missing, f"add a tiny-budget case for {missing}"
+
+
+@pytest.mark.parametrize("cmd", sorted(TINY_ARGS))
+def test_tiny_time_budget_stops_every_subcommand(cmd):
+    t0 = time.perf_counter()
+    rc, err, n_out = _cli(TINY_ARGS[cmd] + ["--time-budget", "0.000001"])
+    assert rc == 2 and len(err) == 1 and "stopped at the time budget of 1e-06 s" in err[0], err
+    assert "--time-budget" in err[0]                       # how to go further
+    assert time.perf_counter() - t0 < 5
+
+
+def test_time_budget_flag_and_environment_are_checked(monkeypatch):
+    rc, err, _ = _cli(["models", "--time-budget", "0"])
+    assert rc == 2 and "time-budget" in err[0]
+    monkeypatch.setenv("LLMPARA_TIME_BUDGET_S", "nan")
+    rc, err, _ = _cli(["models"])
+    assert rc == 2 and "LLMPARA_TIME_BUDGET_S" in err[0]

@@ -756,3 +756,209 @@ def test_time_budget_flag_and_environment_are_checked(monkeypatch):
     monkeypatch.setenv("LLMPARA_TIME_BUDGET_S", "nan")
     rc, err, _ = _cli(["models"])
     assert rc == 2 and "LLMPARA_TIME_BUDGET_S" in err[0]
+
+
+# ---- pages: cases generated from the widget registry (ui/number_widgets.py) -------------------
+
+# Link settings that show each page's boxes (a box appears in at least one mode).
+PAGE_MODES = {
+    "app_pages/design_space_page.py": ({"ds_method": "Random"}, {"ds_method": "NSGA-II"}),
+    "app_pages/memory_page.py": ({},),
+    "app_pages/memory_tiers_page.py": ({"model": "qwen3-30b-a3b", "mt_view": "Batch sweep"},),
+    "app_pages/metrics_page.py": ({"m_model": "tdp-fraction"},),
+    "app_pages/serving_page.py": ({"sv_arrival": "gamma", "sv_view": "Latency vs load"},
+                                  {"sv_view": "Disaggregated"}),
+    "app_pages/sharding_page.py": ({"sh_view": "Best plan"},),
+    "app_pages/speculative_page.py": ({"sp_draft": "eagle", "sp_acc": "measured"},),
+    "app_pages/validation_page.py": ({},),
+}
+PAGE_CASE_BUDGET_S = 2.0      # CPU seconds per page run here (heavy settings stop with a message)
+
+
+def _page_budget(monkeypatch, seconds: float = PAGE_CASE_BUDGET_S):
+    import ui.guard
+    monkeypatch.setattr(ui.guard, "PAGE_CPU_BUDGET_S", seconds)
+    monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "1")
+
+
+def _shown(at) -> tuple[list[str], list[str]]:
+    """(warnings, errors) as plain text (markdown escapes removed)."""
+    return ([w.value.replace("\\", "") for w in at.warning],
+            [e.value.replace("\\", "") for e in at.error])
+
+
+def _label(at, key) -> str:
+    return at.number_input(key=key).label
+
+
+def _boxes_of(page: str):
+    from ui.number_widgets import BOXES
+    return [b for b in BOXES if b.page == page]
+
+
+def test_every_page_box_is_registered_and_within_its_physics():
+    """Each registered range lies inside its quantity's bound (limits), and every url_number /
+    optional_number key in app_pages/ is registered (a new box cannot skip the table)."""
+    import re
+    from pathlib import Path
+    from llmpara_core.limits import bound
+    from ui.number_widgets import BOXES, REGISTRY
+    for b in BOXES:
+        if b.quantity is not None:
+            q = bound(b.quantity)
+            assert q.lo <= b.lo <= b.hi <= q.hi, (b.key, b.quantity, q, b.lo, b.hi)
+    root = Path(__file__).resolve().parent.parent / "app_pages"
+    keys = set()
+    for f in root.glob("*.py"):
+        text = f.read_text()
+        keys |= set(re.findall(r'url_number\(\s*"[^"]*",\s*(?:key=)?"(\w+)"', text))
+        keys |= set(re.findall(r'optional_number\(\s*"[^"]*",\s*"(\w+)"', text))
+    keys |= {"m_static", "m_pjflop", "m_pjbyte"}           # ENERGY_BOXES (a tuple in the page)
+    assert len(keys) >= 40
+    assert keys <= set(REGISTRY), sorted(keys - set(REGISTRY))
+
+
+def _page_cases():
+    return [pytest.param(page, i, id=f"{page.split('/')[-1][:-8]}-{i}")
+            for page, modes in PAGE_MODES.items() for i in range(len(modes))]
+
+
+@pytest.mark.parametrize("page,mode", _page_cases())
+def test_generated_page_boxes(page, mode, monkeypatch):
+    """Every box of the page (in this mode), typed at min, max, 0, just below, just above, NaN
+    and inf — all boxes of the page at once per value, one run each — then given NaN and inf
+    through the link. Each value outside the box's range gives a warning naming the box and
+    'rejected'; nothing raises (the guard re-raises in tests, so a ZeroDivisionError fails)."""
+    from apptest_util import open_page
+    _page_budget(monkeypatch)
+    query = PAGE_MODES[page][mode]
+    at = open_page(page, timeout=120, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    drawn = {w.key: w for w in at.number_input}
+    boxes = [b for b in _boxes_of(page) if b.key in drawn and not drawn[b.key].disabled]
+    assert boxes, f"no box of {page} drawn in mode {query}"
+    for which in range(7):
+        expect = {}
+        for b in boxes:
+            vals = _edge_values(b.lo, b.hi, b.is_int) + [_math.nan, _math.inf]
+            v = vals[min(which, len(vals) - 1)] if which < 5 else (_math.nan, _math.inf)[which - 5]
+            w = at.number_input(key=b.key)
+            if w.disabled:
+                continue
+            w.set_value(v)
+            expect[b.key] = (v, b.contains(v))
+        at.run()
+        assert not at.exception, (which, [e.value for e in at.exception])
+        warns, errors = _shown(at)
+        for key, (v, ok) in expect.items():
+            if key not in {w.key for w in at.number_input}:
+                continue              # the page stopped before this box (its message shown)
+            label = escape_label(_label(at, key))
+            hit = [w for w in warns if w.startswith(f"**{label}**") and "rejected" in w]
+            if ok:
+                assert not hit, (key, v, hit)
+            else:
+                assert hit, (key, v, warns, errors)
+    _ = errors
+
+
+def escape_label(label: str) -> str:
+    return label.replace("\\", "")
+
+
+@pytest.mark.parametrize("page", sorted(PAGE_MODES))
+@pytest.mark.parametrize("raw", ["nan", "inf"])
+def test_generated_page_link_values(page, raw, monkeypatch):
+    """Every box's link key set to NaN / inf at once: a link warning per key, no exception."""
+    from apptest_util import open_page
+    _page_budget(monkeypatch)
+    query = dict(PAGE_MODES[page][0])
+    keys = [b.key for b in _boxes_of(page) if b.key not in query]
+    query.update({k: raw for k in keys})
+    at = open_page(page, timeout=120, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    warns, _ = _shown(at)
+    drawn = {w.key for w in at.number_input}
+    missing = [k for k in keys if k in drawn and not any(f"`{k}`" in w for w in warns)]
+    assert not missing, (missing, warns)
+
+
+SIDEBAR_VALUES = {"batch": "BATCH_RANGE", "prompt": "TOKENS_RANGE", "gen": "TOKENS_RANGE",
+                  "wbits": "BITS_RANGE", "abits": "BITS_RANGE", "kvbits": "BITS_RANGE"}
+
+
+def test_generated_sidebar_boxes(monkeypatch):
+    """The sidebar's workload and bit boxes and the hardware overrides, typed at min, max, 0,
+    just outside, NaN and inf: a rejection under the box, or a scenario that renders."""
+    from apptest_util import open_page
+    from ui import links
+    _page_budget(monkeypatch)
+    at = open_page(None)
+    ranges = {k: getattr(links, v) for k, v in SIDEBAR_VALUES.items()}
+    for o in links.OVERRIDES:
+        ranges[o.key] = (o.lo, o.hi)
+    drawn = {w.key for w in at.number_input}
+    ranges = {k: r for k, r in ranges.items() if k in drawn}
+    assert len(ranges) >= 10, sorted(drawn)
+    for which in range(7):
+        expect = {}
+        for key, (lo, hi) in ranges.items():
+            is_int = key in ("batch", "prompt", "gen")
+            vals = _edge_values(lo, hi, is_int)
+            v = vals[min(which, len(vals) - 1)] if which < 5 else (_math.nan, _math.inf)[which - 5]
+            if is_int and not _math.isfinite(v):
+                continue
+            at.number_input(key=key).set_value(v)
+            o = next((o for o in links.OVERRIDES if o.key == key), None)
+            ok = (_math.isfinite(v) and lo <= v <= hi
+                  and not (o is not None and o.lo_open and v == lo))
+            expect[key] = (v, ok)
+        at.run()
+        assert not at.exception, (which, [e.value for e in at.exception])
+        warns, errors = _shown(at)
+        for key, (v, ok) in expect.items():
+            label = _label(at, key)
+            hit = [w for w in warns if w.startswith(f"**{label}**") and "rejected" in w]
+            assert bool(hit) != ok, (key, v, warns)
+        for key in list(expect):          # back to valid values for the next round
+            pass
+    assert not any("could not finish" in e for e in errors)
+
+
+def test_metrics_alpha_zero_answers(monkeypatch):
+    """Issue 29's example: alpha = 0 with the TDP-fraction model killed the Metrics page
+    (ZeroDivisionError); alpha in [0, 1] is valid physics now and the page answers."""
+    from apptest_util import open_page
+    _page_budget(monkeypatch, 20.0)
+    at = open_page("app_pages/metrics_page.py", m_model="tdp-fraction", m_alpha="0")
+    assert not at.exception and not at.error, [e.value for e in at.exception or at.error]
+    assert at.number_input(key="m_alpha").value == 0.0
+
+
+# ---- pages: a tiny time budget stops each one with a message ------------------------------------
+
+@pytest.mark.parametrize("page", [
+    "app_pages/overview_page.py", "app_pages/roofline_page.py", "app_pages/operators_page.py",
+    "app_pages/memory_page.py", "app_pages/compare_page.py", "app_pages/metrics_page.py",
+    "app_pages/memory_tiers_page.py", "app_pages/sharding_page.py",
+    "app_pages/serving_page.py", "app_pages/speculative_page.py",
+    "app_pages/design_space_page.py", "app_pages/validation_page.py"])
+def test_tiny_page_budget_stops_every_page(page, monkeypatch):
+    """Every page under a zero budget (caches cleared so it computes): it stops with the
+    'Stopped' line or its own error naming the budget, never an exception, within seconds."""
+    import streamlit as st
+    from apptest_util import open_page
+    from ui import shared_results
+    _page_budget(monkeypatch, 20.0)
+    at = open_page(None)                        # the entry run, unbudgeted
+    _page_budget(monkeypatch, 0.0)
+    st.cache_data.clear()
+    for s in shared_results._SHARED.values():
+        s.clear()
+    t0 = time.perf_counter()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    _, errors = _shown(at)
+    assert any("time budget of 0 s" in e for e in errors), errors
+    assert time.perf_counter() - t0 < 30

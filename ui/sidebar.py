@@ -22,8 +22,9 @@ from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
 from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, BATCH_RANGE, BITS_RANGE, DTYPES,
                     FRAMEWORK_OPTIONS, OVERRIDES, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS,
                     format_number, share_query)
+from .number_widgets import in_range, reject
 from .scenario import (HW_FILE, HW_PRESET, IMAGE_FORMAT, SOURCE_CONFIG, SOURCE_PRESET, Scenario,
-                       _CUSTOM, _CUSTOM_HW, _HW_SOURCE, _PAGE_LINK, _SOURCE, _custom_hardware,
+                       _GOOD_NUMBERS, _REJECTED_NUMBERS, _CUSTOM, _CUSTOM_HW, _HW_SOURCE, _PAGE_LINK, _SOURCE, _custom_hardware,
                        _save_shadow, current_state, ensure_state, hardware_label, hardware_options,
                        model_label, model_options, name_first, precision_bits, restore_state,
                        sync_url, try_scenario, with_framework)
@@ -160,13 +161,27 @@ def _number_box(where, label: str, key: str, lo, hi, **kwargs):
     (and the URL) held the link's value. So the current value is also given as the box's
     default; a keyed box's identity does not depend on it, so this never resets the box.
     (A blank-by-default box that holds a value cannot be emptied then: Streamlit lets only a
-    box without a default be cleared; its section's "Reset to preset" button clears it.)"""
-    v = st.session_state.get(key)
-    if v is not None:
-        v = type(lo)(v)
-    if v is None or lo <= v <= hi:      # (state is validated; out of range: Streamlit's error)
-        kwargs["value"] = v
-    return where.number_input(label, lo, hi, key=key, **kwargs)
+    box without a default be cleared; its section's "Reset to preset" button clears it.)
+
+    Drawn without Streamlit's min/max, so a typed value outside [lo, hi] reaches here: a
+    warning under the box names it, and the scenario (``ui.scenario.current_state``) uses the
+    last accepted value instead (issue 28, item 5)."""
+    ss = st.session_state
+    v = ss.get(key)
+    if v is not None and in_range(v, lo, hi):
+        kwargs["value"] = type(lo)(v)
+    shown = where.number_input(label, key=key, **kwargs)
+    good = ss.setdefault(_GOOD_NUMBERS, {})
+    rejected = ss.setdefault(_REJECTED_NUMBERS, {})
+    if shown is None or in_range(shown, lo, hi):
+        good[key] = shown
+        rejected.pop(key, None)
+        return shown
+    # typed outside the range: the scenario keeps the last accepted value, and says so
+    using = good.get(key)
+    rejected[key] = using
+    reject(where, label, shown, lo, hi, using)
+    return using
 
 
 def _reset_arch() -> None:

@@ -14,8 +14,10 @@ from ..parallel import ParallelPlan
 from ..precision import Precision
 from .cost import IterationCost
 from .config import EngineConfig
+from ..limits import MAX_REQUEST_EVENTS, check_arrival_span, check_size
 from .engine import SimResult, simulate
-from .report import (RateSearch, ServeSummary, Slo, max_rate_meeting_slo, replicas_for_rate,
+from .report import (SEARCH_STEPS, RateSearch, ServeSummary, Slo, max_rate_meeting_slo,
+                     replicas_for_rate,
                      steady_state_output_tokens_per_s, summarize)
 from .requests import RequestSpec
 from .sweeps import LoadCurve, load_curve
@@ -43,6 +45,22 @@ class ServeStudy:
         return None if self.replicas is None else self.replicas * self.cost.devices
 
 
+def check_serving_size(spec: RequestSpec, search_runs: int = 0, curve_points: int = 0,
+                       extra_runs: int = 0) -> None:
+    """Refuse, before any simulation, a study whose simulated requests (requests x runs) pass
+    ``limits.MAX_REQUEST_EVENTS`` or whose arrivals span more than
+    ``limits.MAX_ARRIVAL_SPAN_S`` (issue 29: 1,000,000 requests with an SLO search ran for
+    minutes; a rate of 1e-12 req/s simulated a 1e15-s makespan)."""
+    if spec.arrival != "max-load":
+        check_arrival_span(spec.requests, spec.rate)
+    runs = 1 + (spec.arrival != "max-load") + search_runs + curve_points + extra_runs
+    parts = [f"{runs} simulations"]
+    if search_runs:
+        parts.append(f"{search_runs} of them the SLO rate search (--no-search skips it)")
+    check_size(f"requests simulated ({spec.requests:,} requests x {'; '.join(parts)})",
+               spec.requests * runs, MAX_REQUEST_EVENTS, "simulate fewer requests")
+
+
 def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestSpec,
           config: EngineConfig, plan: ParallelPlan | None = None,
           efficiency: Efficiency | None = None, slo: Slo | None = None,
@@ -54,6 +72,8 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
     replicas needed (at the SLO rate if there is an SLO, else at the max-load rate); with
     ``curve_points`` > 0, latency against load at that many rates."""
     plan = plan or ParallelPlan()
+    check_serving_size(spec, (SEARCH_STEPS + 2) if slo is not None and search else 0,
+                       curve_points)
     cost = IterationCost(model, hardware, precision, plan, efficiency, flash_attention)
     share = (0.3, 0.4, 0.3) if curve_points else (0.3, 0.7, 0.0)
 

@@ -79,7 +79,7 @@ new MutationObserver(() => {
 
 LINK = {"model": "llama-3-8b", "batch": "7", "prompt": "4096", "gen": "100", "kvbits": "8",
         "a_layers": "12", "bw": "1234"}
-FIRST_SHOWN = {"Batch": "7", "Prompt": "4096", "Generate": "100", "KV bits": "8",
+FIRST_SHOWN = {"Batch": "7", "Prompt": "4096", "Output": "100", "KV bits": "8",
                "Layers": "12", "Memory bandwidth (GB/s)": "1234"}
 
 

@@ -24,6 +24,7 @@ from llmpara_core.workload import Workload
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
 from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import chart_config, get_scenario
+from ui.devices import device_select, override_banner, same_device_clusters
 from ui.tables import download_csv, download_json
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
@@ -141,27 +142,25 @@ st.caption(escape_md(scn.label))
 
 # ---- cluster and plan -----------------------------------------------------------------------
 clusters = cluster_slugs()
+# The sidebar's hardware; if it has no links, the smallest cluster preset of the same device.
 own = scn.hardware.interconnect is not None
-default_cluster = SIDEBAR if own else next(
-    (c for c in clusters if "8x-nvidia-h100" in c), clusters[0] if clusters else SIDEBAR)
-names = {c: load_hardware(c).name for c in clusters}
+default_cluster = SIDEBAR if own or scn.custom_hardware else next(
+    iter(same_device_clusters(scn.hardware, clusters)), SIDEBAR)
 c1, c2 = st.columns([3, 2])
 with c1:
-    choice = url_selectbox(
-        "Devices and links", [SIDEBAR] + clusters, key="sh_cluster", default=default_cluster,
-        format_func=lambda c: "Sidebar hardware" if c == SIDEBAR else names[c],
-        help="A cluster preset is one device plus an [interconnect] section (link bandwidth "
-             "per device and direction, latency, topology, device count). Sidebar overrides "
-             "apply only to the sidebar hardware.")
+    choice = device_select(
+        scn, "sh_cluster", "Devices and links", clusters, default_cluster,
+        help="Follows the sidebar's hardware (a cluster of the same device if the sidebar's "
+             "has no links). A cluster preset is one device plus an [interconnect] section "
+             "(link bandwidth per device and direction, latency, topology, device count). "
+             "Sidebar overrides apply only to the sidebar hardware.")
 hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
 hw = edit_links(hw)
 ic = hw.interconnect
+override_banner(scn, hw, choice)
 with c2:
     if choice == SIDEBAR:
         st.caption(f"Sidebar hardware: {escape_md(hw.name)}")
-    elif device_specs(hw) != device_specs(scn.hardware):
-        st.caption(f"The cluster's devices ({escape_md(hw.name)}) replace the sidebar's "
-                   f"{escape_md(scn.hardware.name)} on this page.")
     if ic is None:
         st.warning(f"{escape_md(hw.name)} has no interconnect: only data parallelism (separate "
                    "replicas) is possible. Pick a cluster preset for TP, PP or EP.")

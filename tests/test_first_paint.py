@@ -235,7 +235,7 @@ def test_an_optional_box_in_a_collapsed_expander_shows_and_clears(server):
               '[data-testid="stMetricValue"]')
     try:
         main = p.get_by_test_id("stMain")
-        _enter(p, p.get_by_test_id("stSidebar").get_by_label("Generate", exact=True), "64",
+        _enter(p, p.get_by_test_id("stSidebar").get_by_label("Output", exact=True), "64",
                "location.search.includes('gen=64')")
         main.get_by_text("Assumptions (energy model, grid, TCO)").click()
         label = "Embodied carbon (kgCO2e)"

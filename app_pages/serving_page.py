@@ -22,7 +22,7 @@ from ui.shared_results import shared
 from ui.scenario import chart_config, get_scenario
 from ui.devices import (SIDEBAR, cluster_slugs, device_select, override_banner,
                         same_device_clusters)
-from ui.tables import download_csv, download_json
+from ui.tables import download_csv, download_json, people_table
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 NARROW_PX = 640                     # below this viewport width the inputs fold away
@@ -278,15 +278,34 @@ def over_time(res: serving.SimResult) -> pd.DataFrame:
 
 
 CAPACITY_COLUMNS = {
-    "plan": "plan (TP·PP·DP)", "gpus_per_replica": "GPUs / replica",
-    "max_rate_meeting_slo": st.column_config.NumberColumn("max rate in SLO (req/s)", format="%.3g"),
-    "saturation_rate": st.column_config.NumberColumn("saturation (req/s)", format="%.3g"),
-    "target_rate": st.column_config.NumberColumn("target (req/s)", format="%.3g"),
-    "replicas": "replicas", "gpus": "GPUs for target",
-    "usd_per_million_tokens": st.column_config.NumberColumn("$ / M output tokens",
-                                                            format="$%.3g"),
-    "j_per_token": st.column_config.NumberColumn("J / output token", format="%.3g"),
-    "avg_power_w_per_gpu": st.column_config.NumberColumn("avg power / GPU (W)", format="%.0f"),
+    "plan": ("plan (TP·PP·DP)", "text"), "gpus_per_replica": ("GPUs / replica", "int"),
+    "max_rate_meeting_slo": ("max rate in SLO (req/s)", "req_s"),
+    "saturation_rate": ("saturation (req/s)", "req_s"),
+    "target_rate": ("target (req/s)", "req_s"), "replicas": ("replicas", "int"),
+    "gpus": ("GPUs for target", "int"),
+    "replica_price_usd": ("price / replica ($)", "usd"),
+    "usd_per_million_tokens": ("$ / M output tokens", "usd"),
+    "j_per_token": ("J / output token", "j"),
+    "avg_power_w_per_gpu": ("avg power / GPU (W)", "w"),
+}
+FRONTIER_COLUMNS = {
+    "tp": ("TP", "int"), "pp": ("PP", "int"), "max_batch": ("max running requests", "int"),
+    "gpus": ("GPUs", "int"), "output_tokens_per_s_per_gpu": ("output tokens/s per GPU", "tok_s"),
+    "tpot_p50_s": ("TPOT p50 (ms)", "ms"), "ttft_p50_s": ("TTFT p50 (ms)", "ms"),
+    "on_front": ("on the frontier", "bool"), "note": ("note", "text"),
+}
+CURVE_COLUMNS = {
+    "rate": ("rate (req/s)", "req_s"), "output_tokens_per_s": ("output tokens/s", "tok_s"),
+    "requests_per_s": ("served (req/s)", "req_s"),
+    **{f"{m}_{q}_s": (f"{m.upper()} {q} (ms)", "ms")
+       for m, qs in (("ttft", ("p50", "p90", "p99")), ("tpot", ("p50", "p90", "p99")),
+                     ("e2e", ("p90",))) for q in qs},
+    "mean_running_batch": ("mean running batch", "num"), "slo_met": ("SLO met", "bool"),
+}
+SPLIT_COLUMNS = {
+    "prefill_replicas": ("prefill replicas", "int"), "decode_replicas": ("decode replicas", "int"),
+    "gpus": ("GPUs", "int"), "rate": ("rate in SLO (req/s)", "req_s"),
+    "rate_per_gpu": ("rate per GPU (req/s)", "req_s"),
 }
 
 
@@ -296,19 +315,28 @@ def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
            "max_rate_meeting_slo": None if st_.search is None else st_.search.max_rate,
            "saturation_rate": st_.saturation_requests_per_s,
            "target_rate": st_.target_rate, "replicas": st_.replicas,
-           "gpus": st_.gpus_for_target, "usd_per_million_tokens": sm.usd_per_million_tokens,
+           "gpus": st_.gpus_for_target,
+           "replica_price_usd": None if hw.price_usd is None else hw.price_usd * sm.gpus,
+           "usd_per_million_tokens": sm.usd_per_million_tokens,
            "j_per_token": sm.energy_j_per_token, "avg_power_w_per_gpu": sm.avg_power_w_per_gpu}
     if not st_.target_rate:         # no target rate asked for: no empty target columns
         row = {k: v for k, v in row.items() if k not in ("target_rate", "replicas", "gpus")}
     df = pd.DataFrame([row])
     st.subheader("Capacity and cost at this load")
-    st.dataframe(df, hide_index=True, column_config=CAPACITY_COLUMNS)
+    people_table(df, CAPACITY_COLUMNS)
     if st_.target_rate and st_.replicas:
         st.caption(f"{fmt_int(st_.replicas)} replicas × {sm.gpus} GPU(s) = "
                    f"**{fmt_int(st_.gpus_for_target)} GPUs** for {sig(st_.target_rate)} req/s "
                    f"(each replica at its {'SLO' if st_.search else 'max-load'} rate).")
     for note in sm.notes:
         st.caption("ℹ️ " + escape_md(note))
+    st.caption("A replica's price is the sum of its devices' prices (a multi-device preset is "
+               "one device plus its [interconnect], so its price_USD is one device's: README, "
+               "hardware format); "
+               + ("—: this device has no sourced price; enter one in the sidebar (*Hardware "
+                  "details* → *Edit hardware* → price) for $ / M tokens."
+                  if hw.price_usd is None else
+                  f"here {sm.gpus} × ${hw.price_usd:,.0f}."))
     return df
 
 
@@ -371,7 +399,7 @@ def latency_vs_load() -> None:
                f" req/s), {int(n_req)} requests each. Knee = the last rate whose p90 TTFT is at "
                f"most {serving.sweeps.KNEE_TTFT_FACTOR:g}× its value at the lowest rate"
                + (f": {sig(curve.knee_rate)} req/s." if curve.knee_rate else "."))
-    st.dataframe(df, hide_index=True)
+    people_table(df, CURVE_COLUMNS)
     download_csv(df, "serving-load-curve.csv", "Load curve CSV", key="dl_sv_curve")
 
 
@@ -415,7 +443,7 @@ def frontier_view() -> None:
                "deployment with both more tokens/s per GPU and a lower median TPOT.")
     for note in sorted(set(df.note) - {""}):
         st.caption("ℹ️ " + escape_md(note))
-    st.dataframe(df, hide_index=True)
+    people_table(df, FRONTIER_COLUMNS)
     download_csv(df, "serving-frontier.csv", "Frontier CSV", key="dl_sv_frontier")
 
 
@@ -457,7 +485,7 @@ def disaggregated_view() -> None:
                f"{sig(d.prefill_rate_per_replica)} req/s, one decode replica the TPOT bound "
                f"(transfer included) up to {sig(d.decode_rate_per_replica)} req/s; a split "
                f"serves the smaller of its two pools. Percentiles are judged per pool.")
-    st.dataframe(df, hide_index=True)
+    people_table(df, SPLIT_COLUMNS)
     download_csv(df, "serving-disaggregated.csv", "Splits CSV", key="dl_sv_disagg")
 
 

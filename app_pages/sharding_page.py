@@ -25,7 +25,7 @@ from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, 
 from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import chart_config, get_scenario
 from ui.devices import device_select, override_banner, same_device_clusters
-from ui.tables import download_csv, download_json
+from ui.tables import download_csv, download_json, people_table
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 SIDEBAR = "sidebar"
@@ -403,15 +403,25 @@ def scaling_view() -> None:
         show(efficiency_figure(ok), "sharding-efficiency")
     for _, row in df[df.speedup.isna()].iterrows():
         st.caption(f"{row.devices} devices: {escape_md(row.note)}")
-    st.dataframe(df.assign(tpot=df.tpot_s.map(fmt_time), ttft=df.ttft_s.map(fmt_time),
-                           aggregate=df.throughput_tokens_per_s.map(fmt_rate),
-                           speedup_x=df.speedup.map(lambda v: f"{sig(v)}×"),
-                           eff=df.efficiency.map(fmt_pct),
-                           comm=df.communication_share.map(lambda v: fmt_pct(v, 1)))[
-        ["devices", "plan", "tpot", "ttft", "aggregate", "speedup_x", "eff", "comm", "fits",
-         "note"]].rename(columns={"speedup_x": "speedup", "eff": "efficiency",
-                                  "comm": "communication share"}), hide_index=True)
+    people_table(df, SCALING_COLUMNS)
     download_csv(df, f"sharding-scaling-{strategy}.csv", "Scaling CSV", key="dl_sh_scaling")
+
+
+SCALING_COLUMNS = {
+    "devices": ("devices", "int"), "plan": ("plan", "text"), "tpot_s": ("TPOT (ms)", "ms"),
+    "ttft_s": ("TTFT (ms)", "ms"), "throughput_tokens_per_s": ("aggregate tokens/s", "tok_s"),
+    "speedup": ("speedup (×)", "x"), "efficiency": ("parallel efficiency (%)", "pct"),
+    "communication_share": ("communication (% of time)", "pct"), "fits": ("fits", "bool"),
+    "note": ("note", "text"),
+}
+PLAN_COLUMNS = {
+    "plan": ("plan", "text"), "devices": ("devices", "int"), "batch": ("batch", "int"),
+    "tpot_s": ("TPOT (ms)", "ms"), "ttft_s": ("TTFT (ms)", "ms"),
+    "throughput_per_device": ("tokens/s per device", "tok_s"),
+    "memory_bytes_per_device": ("memory per device (GB)", "gb"),
+    "communication_share": ("communication (% of time)", "pct"),
+    "parallel_efficiency": ("parallel efficiency (%)", "pct"),
+}
 
 
 def best_plan_view() -> None:
@@ -449,11 +459,7 @@ def best_plan_view() -> None:
                         "memory_bytes_per_device": c.memory_per_device_bytes,
                         "communication_share": c.communication_share,
                         "parallel_efficiency": c.parallel_efficiency} for c in found])
-    st.dataframe(df.head(25).assign(
-        tpot=df.tpot_s.map(fmt_time), per_device=df.throughput_per_device.map(fmt_rate),
-        memory=df.memory_bytes_per_device.map(fmt_gb))[
-        ["plan", "devices", "batch", "tpot", "per_device", "memory", "communication_share",
-         "parallel_efficiency"]], hide_index=True)
+    people_table(df.head(25), PLAN_COLUMNS)
     st.caption(f"{len(found)} plans fit (power-of-two degrees and the full cluster; EP options "
                "for MoE). Ties: fewer devices first for TPOT, lower TPOT for throughput.")
     download_csv(df, f"sharding-best-{objective}.csv", "Plans CSV", key="dl_sh_best")

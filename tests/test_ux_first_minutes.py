@@ -90,3 +90,30 @@ def _configured(df) -> set[str]:
 
 def _shown_columns(df) -> list[str]:
     return list(df.proto.column_order) or list(df.value.columns)
+
+
+def test_cli_model_name_of_a_config_path(tmp_path):
+    """Issue 28, item 11: the JSON "model" of a config passed by path is the config's own
+    name (``_name_or_path``), else the file's stem — never the parent folder's name."""
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from llmpara_core.cli import main
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+           "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192}
+    folder = tmp_path / "eval_configs"
+    folder.mkdir()
+    (folder / "tiny-llama.json").write_text(json.dumps(cfg))
+    (folder / "named.json").write_text(json.dumps({**cfg, "_name_or_path": "org/Named-1B"}))
+
+    def model_of(path) -> str:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["analyze", "--model", str(path), "--hardware", "H100",
+                         "--format", "json"])
+        assert code == 0, err.getvalue()
+        return json.loads(out.getvalue())["model"]
+    assert model_of(folder / "tiny-llama.json") == "tiny-llama"
+    assert model_of(folder / "named.json") == "org/Named-1B"

@@ -280,6 +280,9 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str,
     ctx.on("request", lambda r: foreign.append(r.url) if urlparse(r.url).scheme in (
         "http", "https", "ws", "wss") and urlparse(r.url).hostname not in LOCAL_HOSTS else None)
     page = ctx.new_page()
+    console: list[str] = []            # chart libraries' warnings about the data they got
+    page.on("console", lambda m: console.append(m.text) if "Infinite extent" in m.text
+            else None)
     problems: list[str] = []
     qs = ("?" + urlencode(query)) if query else ""
     pages = app_pages()
@@ -296,6 +299,8 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str,
         slug = path.strip("/") or "overview"
         where = f"[{tag} {theme} {width}x{height}] {title}"
         problems += [f"{where}: {p}" for p in page_problems(page, slug, width >= 1000)]
+        problems += [f"{where}: console: {m}" for m in sorted(set(console))]
+        console.clear()
         shot = SHOTS / f"{slug}-{tag}-{theme}-{width}.png"
         if whole:
             shoot(page, shot, width, height)

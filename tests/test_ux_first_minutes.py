@@ -117,3 +117,15 @@ def test_cli_model_name_of_a_config_path(tmp_path):
         return json.loads(out.getvalue())["model"]
     assert model_of(folder / "tiny-llama.json") == "tiny-llama"
     assert model_of(folder / "named.json") == "org/Named-1B"
+
+
+def test_overview_has_bound_banners_and_a_chart_also_on_a_cluster():
+    """Issue 28, item 6: the Overview shows where the time goes (a chart) and keeps the bound
+    banners for a multi-GPU preset too."""
+    for hw in ("nvidia-h100-sxm", "8x-nvidia-h100-sxm-nvlink"):
+        at = open_page(None, model="llama-3.1-8b", hardware=hw)
+        _clean(at, hw)
+        infos = [i.value.replace("\\", "") for i in at.info]
+        assert any(i.startswith("Prefill is ") and "-bound" in i for i in infos), (hw, infos)
+        assert any(i.startswith("Decode is memory-bound") for i in infos), (hw, infos)
+        assert at.get("plotly_chart"), hw

@@ -129,3 +129,26 @@ def test_overview_has_bound_banners_and_a_chart_also_on_a_cluster():
         assert any(i.startswith("Prefill is ") and "-bound" in i for i in infos), (hw, infos)
         assert any(i.startswith("Decode is memory-bound") for i in infos), (hw, infos)
         assert at.get("plotly_chart"), hw
+
+
+def test_design_space_axes_labels_and_front_table():
+    """Issue 28, item 7: a log axis has readable ticks (not only "1" and "10"), no label
+    repeats its unit, the front table starts with the objectives (J/token within the first
+    screen), and the infeasible cloud has a full-strength legend entry."""
+    import json
+    at = open_page("app_pages/design_space_page.py")
+    _clean(at, "design space")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    scatter = next(f for f in figs if any(t.get("name") == "Pareto front" for t in f["data"]))
+    for ax in ("xaxis", "yaxis"):
+        lay = scatter["layout"][ax]
+        title = lay["title"]["text"]
+        assert "tokens/s [tokens/s]" not in title and title.count("[") <= 1, title
+        if lay.get("type") == "log":
+            assert len(lay["tickvals"]) >= 3, lay["tickvals"]
+    legend = [t for t in scatter["data"] if t.get("showlegend") is not False
+              and t.get("name") in ("infeasible designs", "feasible designs")]
+    assert all(t["marker"].get("opacity", 1) == 1 for t in legend), legend
+    front = at.dataframe[-1].value
+    first = list(front.columns)[:8]
+    assert any("Energy / output token" in c for c in first), first

@@ -22,11 +22,18 @@ from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimate
 from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.errors import LLMParaError
 from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ
-from ui.format import escape_md, fmt_pct, fmt_time, sig
+from ui.format import escape_md, escape_md_keep_urls, fmt_pct, fmt_time, sig
 from ui.tables import csv_bytes
 from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import chart_config, get_scenario
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to about ``limit`` characters, cut between words (never inside an address)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "presets" / "tables" / "energy_measurements.csv"
@@ -123,7 +130,7 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
         reset_button(["m_emb"], key="_m_emb_reset", label="Reset to the device default")
     st.caption("Device price and TDP come from the sidebar's hardware (override them there). "
                f"Defaults and sources: presets/tables/energy.toml; region data: "
-               f"{escape_md(grid_region(region).source[:160])}.")
+               f"{escape_md_keep_urls(_cut(grid_region(region).source, 160))}.")
 # (key, lo, hi) of the energy-constant boxes; the expander opens when a link sets one.
 ENERGY_BOXES = (("m_static", 0.0, 1e5), ("m_pjflop", 0.0, 1e4), ("m_pjbyte", 0.0, 1e5))
 with st.expander("Energy constants (override the device defaults)", key="_m_energy_expander",

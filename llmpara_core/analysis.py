@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .budget import check_time_budget
 from .forward import forward_ops
 from .hardware import Efficiency, Hardware, fallback_notes
 from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, context_limit,
@@ -182,6 +183,7 @@ class Report:
 def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
             efficiency: Efficiency | None = None) -> Report:
     """Full analysis of one scenario. ``efficiency`` overrides the hardware's derating."""
+    check_time_budget("no estimate finished")
     wl = workload
     ideal_r = rates(hardware, precision.compute_dtype, estimated=False)
     pre_r, est_r = phase_rates(hardware, precision, wl, efficiency)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .budget import check_time_budget
 from .model import ACTIVATION_FLOPS, FFNKind, LayerKind, Model, NormKind, PositionKind
 from .operators import (OpKind, Operator, causal_pairs, elementwise, gather, keys_touched,
                         linear, norm)
@@ -22,6 +23,7 @@ def forward_ops(model: Model, precision: Precision, batch: int, new_tokens: int,
     """Operators of one forward pass. ``logits_tokens`` tokens per sequence go through the
     LM head (1 for prefill with last-token logits and for a decode step; gamma + 1 when
     verifying drafts). Empty when there are no new tokens."""
+    check_time_budget()         # every analysis builds its passes here: its time budget holds
     if new_tokens <= 0:
         return ()
     if context_len < new_tokens:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .errors import ConfigError, require_float, short
-from .limits import bound, check_float, check_int, check_name
+from .limits import bound, check_float, check_idle_le_tdp, check_int, check_name
 from .precision import DType
 
 
@@ -163,23 +163,21 @@ class Efficiency:
     quant_compute: float = 1.0
 
     def __post_init__(self):
-        require_float("efficiency.compute", self.compute, lo=0, hi=1, lo_open=True)
-        require_float("efficiency.memory", self.memory, lo=0, hi=1, lo_open=True)
+        check_float("efficiency_fraction", self.compute, "efficiency.compute")
+        check_float("efficiency_fraction", self.memory, "efficiency.memory")
         require_float("efficiency.kernel_overhead_s", self.kernel_overhead_s, lo=0, hi=1)
-        require_float("efficiency.kv_read", self.kv_read, lo=0, hi=1, lo_open=True)
+        check_float("efficiency_fraction", self.kv_read, "efficiency.kv_read")
         require_float("efficiency.gemm_half_tokens", self.gemm_half_tokens, lo=0, hi=1e6)
         require_float("efficiency.step_overhead_s", self.step_overhead_s, lo=0, hi=1)
         require_float("efficiency.seq_overhead_s", self.seq_overhead_s, lo=0, hi=1)
         require_float("efficiency.stage_hop_s", self.stage_hop_s, lo=0, hi=1)
-        require_float("efficiency.attention_compute", self.attention_compute, lo=0, hi=1,
-                      lo_open=True)
+        check_float("efficiency_fraction", self.attention_compute, "efficiency.attention_compute")
         require_float("efficiency.kv_reread", self.kv_reread, lo=0, hi=1)
         require_float("efficiency.act_quant_kernels", self.act_quant_kernels, lo=0,
                       hi=MAX_ACT_QUANT_KERNELS)
         require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
         require_float("efficiency.tp_row_copy_s", self.tp_row_copy_s, lo=0, hi=1)
-        require_float("efficiency.quant_compute", self.quant_compute, lo=0, hi=1,
-                      lo_open=True)
+        check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         for f in STREAM_FIELDS:
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
                           hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
@@ -500,10 +498,11 @@ class Hardware:
             check_float("peak_flops_per_s", v, f"peak {d.value} [FLOP/s]", allow_none=True)
         if all(v is None for v in peaks):
             raise ConfigError(f"{self.name}: at least one peak compute figure is required")
-        for f, b in (("tdp_w", "power_w"), ("idle_w", "power_w"), ("price_usd", "price_usd"),
+        for f, b in (("tdp_w", "tdp_w"), ("idle_w", "power_w"), ("price_usd", "price_usd"),
                      ("embodied_kgco2e", "embodied_kgco2e"), ("process_nm", "process_nm"),
                      ("boost_clock_mhz", "clock_mhz"), ("compute_units", "compute_units")):
             check_float(b, getattr(self, f), f, allow_none=True)
+        check_idle_le_tdp(self.idle_w, self.tdp_w, f"{self.name}: ")
         for f, kind in (("memory_type", MemoryType), ("architecture", Architecture)):
             value = getattr(self, f)
             if value is not None and not isinstance(value, kind):

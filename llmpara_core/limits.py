@@ -12,9 +12,6 @@ the value and the range, so no analysis ever scales past these sizes.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
 from dataclasses import dataclass
 
 from .errors import ConfigError, require_float, require_int, short
@@ -101,53 +98,125 @@ MAX_CSV_FIELD_CHARS = 10_000      # one cell of an uploaded CSV
 MAX_TIER_ITEMS = 100_000          # placeable items of a memory-tier analysis
 
 
-# ---- time ----------------------------------------------------------------------------------
-# CPU seconds one run of a dashboard page may spend computing (the app sets it, the CLI does
-# not). Measured under AppTest on the 2-core test machine (entry run + page): every page at its
-# defaults needs <= 4 s (Serving "Latency vs load" 4.0 s, NSGA-II 100 x 40 1.0 s, Validation
-# 1.3 s), the heaviest legitimate link seen 15 s (Serving frontier, 20,000 requests on 8 GPUs);
-# the most a link may ask for runs for minutes (Serving, 20,000 requests x 30 rates: 199 s).
-# CPU time of the page's own thread, not wall time, so a crowd on the same server does not
-# make a normal page time out.
-PAGE_CPU_BUDGET_S = 20.0
+# ---- precision, fractions, serving, metrics ------------------------------------------------
+# Bits per stored value: from sub-1-bit weight codes (0.5; BitNet's 1.58 and 1-bit binary
+# weights fit) to FP64. 1e-300 bits gave an 8B model 0.5 MB of weights (issue 29).
+PRECISION: dict[str, Bound] = {
+    "bits": Bound(0.5, 64.0, "bits"),
+}
+
+# Achieved fractions of a peak (efficiency profiles of hardware files, links, DSE axes). A
+# fraction must be in (0, 1]; below 0.1 % of peak a device is not doing the work at all (the
+# lowest fitted fraction of the shipped profiles is above 1 %), and 1e-300 gave a TTFT of
+# 3e298 s (issue 29), so the floor is 1e-3.
+FRACTION: dict[str, Bound] = {
+    "efficiency_fraction": Bound(1e-3, 1.0),
+    "unit_fraction": Bound(0.0, 1.0),               # overlap, length spread share, alpha ...
+}
+
+# Serving: a simulated run is requests arriving at ``rate``; its arrival span requests / rate
+# must stay under MAX_ARRIVAL_SPAN_S (a rate of 1e-12 req/s ran a 1e15-s makespan).
+SERVING: dict[str, Bound] = {
+    "rate_per_s": Bound(1e-6, 1e9, "req/s"),
+    "requests": Bound(1, 1_000_000, "requests"),
+    "burstiness": Bound(0.01, 1000.0),
+    "tokens_per_request": Bound(1, 10_000_000, "tokens"),
+    "slo_ms": Bound(1e-3, 1e9, "ms"),
+    "percentile": Bound(1.0, 100.0, "%"),
+}
+MAX_ARRIVAL_SPAN_S = 30 * 86_400.0      # 30 days of simulated arrivals
+
+# Metrics (energy, cost, carbon) settings.
+METRICS: dict[str, Bound] = {
+    "alpha": Bound(0.0, 1.0),                        # TDP-fraction model's compute share
+    "pue": Bound(1.0, 10.0),
+    "usd_per_kwh": Bound(0.0, 100.0, "USD/kWh"),
+    "tdp_w": Bound(0.01, 1e7, "W"),                  # a device drawing no power is not one
+}
+
+# Parallel plans.
+PARALLEL: dict[str, Bound] = {
+    "degree": Bound(1, 65_536),
+    "microbatches": Bound(1, 100_000),
+}
+
+# NSGA-II settings.
+SEARCH: dict[str, Bound] = {
+    "population": Bound(8, 5_000),
+    "generations": Bound(1, 2_000),
+    "samples": Bound(1, 10_000_000),
+}
+
+# ---- sizes of work, checked before it starts (issue 29: each ran past 60 s) ----------------
+MAX_REQUEST_EVENTS = 4_000_000    # requests simulated over all runs of one command or page
+MAX_NSGA_EVALUATIONS = 200_000    # population x generations (100 x 40 = 4,000 by default)
+MAX_PLANS = 5_000                 # parallel plans to enumerate and evaluate in one search
+MAX_VALIDATE_ROWS = 5_000         # rows of a `validate --data` file
+MAX_REFIT_ROWS = 2_000            # ... when the file is refitted (--refit) too
 
 
-class TimeBudgetExceeded(ConfigError):
-    """A long computation stopped at its time budget (a clear message instead of a result)."""
+def check_size(what: str, n: float, cap: float, advice: str) -> None:
+    """ConfigError before the work starts when its size ``n`` passes ``cap``."""
+    if n > cap:
+        raise ConfigError(f"{what}: {n:,.0f} is more than the cap of {cap:,.0f}; {advice}")
 
 
-_BUDGET = threading.local()
+# ---- time (the budgets themselves are in budget.py) -----------------------------------------
+from .budget import (PAGE_CPU_BUDGET_S, PAGE_WALL_BUDGET_S, TimeBudgetExceeded,  # noqa: E402,F401
+                     check_time_budget, time_budget)
 
 
-@contextlib.contextmanager
-def time_budget(seconds: float, advice: str = ""):
-    """Inside the block, :func:`check_time_budget` (called in the long loops of the serving
-    simulation, the design-space search, NSGA-II and the parallel-plan search) raises
-    :class:`TimeBudgetExceeded` once this thread has spent ``seconds`` of CPU time in the
-    block; ``advice`` ends the message. Nested budgets never extend an outer one."""
-    outer = getattr(_BUDGET, "state", None)
-    deadline = time.thread_time() + seconds
-    if outer is not None and outer[0] < deadline:
-        deadline, seconds = outer[0], outer[1]
-    _BUDGET.state = (deadline, seconds, advice)
-    try:
-        yield
-    finally:
-        _BUDGET.state = outer
+_TABLES = ("MODEL_INT", "WORKLOAD_INT", "HARDWARE", "OTHER", "PRECISION", "FRACTION", "SERVING",
+           "METRICS", "PARALLEL", "SEARCH")
 
 
-def check_time_budget() -> None:
-    """Raise TimeBudgetExceeded if this thread's time budget is spent (no budget: no-op)."""
-    state = getattr(_BUDGET, "state", None)
-    if state is not None and time.thread_time() > state[0]:
-        _, seconds, advice = state
-        raise TimeBudgetExceeded(
-            f"stopped after {seconds:g} s of computation, the time budget of one page on this "
-            f"shared server{': ' + advice if advice else ''}")
+def all_bounds() -> dict[str, Bound]:
+    """Every named quantity with its bound (for the hostile-input suite and the docs)."""
+    out: dict[str, Bound] = {}
+    for t in _TABLES:
+        out.update(globals()[t])
+    return out
+
+
+def is_int_quantity(name: str) -> bool:
+    """Whether ``name`` counts things (an integer bound)."""
+    return (name in MODEL_INT or name in WORKLOAD_INT or name in PARALLEL or name in SEARCH
+            or name in ("devices", "gamma", "requests", "tokens_per_request"))
+
+
+def check_bound(name: str, value, field: str | None = None):
+    """``value`` checked against the bound of quantity ``name``: an int for counting
+    quantities, else a finite float; ConfigError naming ``field`` (default ``name``), the value
+    and the range. The one check every entry (flag, file, link, widget, DSE axis) uses."""
+    if is_int_quantity(name):
+        return check_int(name, value, field)
+    return check_float(name, value, field)
+
+
+# ---- cross-field rules ----------------------------------------------------------------------
+
+def check_idle_le_tdp(idle_w, tdp_w, where: str = "") -> None:
+    """Idle power cannot exceed the TDP (idle 5,000 W on a 700 W card gave 5,134 W average)."""
+    if idle_w is not None and tdp_w is not None and idle_w > tdp_w:
+        raise ConfigError(f"{where}idle_W ({idle_w:g} W) is above tdp_W ({tdp_w:g} W); idle "
+                          "power must be at most the TDP")
+
+
+def check_arrival_span(requests: int, rate_per_s: float | None) -> None:
+    """``requests`` arriving at ``rate_per_s`` must arrive within MAX_ARRIVAL_SPAN_S."""
+    if rate_per_s is None:
+        return
+    span = requests / rate_per_s
+    if not span <= MAX_ARRIVAL_SPAN_S:
+        raise ConfigError(
+            f"{requests:,} requests at {rate_per_s:g} req/s arrive over {span:.3g} s, more than "
+            f"the cap of {MAX_ARRIVAL_SPAN_S:,.0f} s (30 days); raise the rate to at least "
+            f"{requests / MAX_ARRIVAL_SPAN_S:.3g} req/s or simulate fewer requests")
 
 
 def _find(name: str) -> Bound:
-    for table in (MODEL_INT, WORKLOAD_INT, HARDWARE, OTHER):
+    for t in _TABLES:
+        table = globals()[t]
         if name in table:
             return table[name]
     raise KeyError(name)

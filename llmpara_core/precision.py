@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .errors import ConfigError, require_float
+from .limits import check_float
 
 
 class DType(Enum):
@@ -38,8 +39,7 @@ class Precision:
     def __post_init__(self):
         for f in ("weight_attn_bits", "weight_ffn_bits", "weight_embed_bits",
                   "activation_bits", "kv_bits", "norm_bits"):
-            object.__setattr__(self, f, require_float(f, getattr(self, f), lo=0, hi=64,
-                                                      lo_open=True))
+            object.__setattr__(self, f, check_float("bits", getattr(self, f), f))
         if isinstance(self.compute_dtype, str):
             try:
                 object.__setattr__(self, "compute_dtype", DType(self.compute_dtype.lower()))

@@ -10,3 +10,7 @@ logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").dis
 import os  # noqa: E402
 
 os.environ.setdefault("LLMPARA_RAISE_PAGE_ERRORS", "1")
+
+# The CLI's wall-clock budget (llmpara_core/budget.py, default 20 s) is generous here so a
+# slow, shared CI machine does not trip it; the tiny-budget tests set their own.
+os.environ.setdefault("LLMPARA_TIME_BUDGET_S", "600")

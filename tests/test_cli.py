@@ -71,7 +71,7 @@ BAD_ARGS = [
     (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--batch", "-7"], "batch"),
     (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--batch", "abc"], "integer"),
     (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--prompt-len", "1e999"], "integer"),
-    (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--gen-len", "99999999999"], "1e9"),
+    (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--gen-len", "99999999999"], "1e8"),
     (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--weight-bits", "0"], "bits"),
     (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--kv-bits", "nan"], "bits"),
     (["analyze", "--model", "Llama-3 8B", "--hardware", "H100", "--precision", "fp12"], "precision"),

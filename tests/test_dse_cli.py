@@ -81,7 +81,7 @@ def test_nsga_from_the_cli():
     (("--preset", "custom", "--ranges", "x.toml"), "not both"),
     (("--samples", "0"), "integer in"),
     (("--method", "lhs"), "needs --samples"),
-    (("--samples", "99999999"), "samples must be in"),
+    (("--samples", "99999999"), "samples must be an integer in"),
     (("--hardware-base", "no-such-chip"), "unknown hardware"),
     (("--price-usd", "100"), "design quantity"),
     (("--energy-model", "tdp-fraction"), "component energy model"),

@@ -534,3 +534,431 @@ def test_sharding_page_with_a_huge_cluster_file_shows_an_error(devices, error, m
     shown = [e.value.replace("\\", "") for e in at.error]          # markdown-escaped
     assert any(error in m for m in shown), shown
     assert not any("Streamlit" in m or "Traceback" in m for m in shown), shown
+
+
+# ==== issue 29: cases generated from the bounds table and the page widget registry ==========
+# Every number a user can give, at its min, max, 0, just outside each bound, NaN and inf, must
+# end in one of two outcomes: a clear refusal (CLI: exit 2 and one line; page: a visible
+# warning or error, never an exception) or an answer inside the output envelope
+# (llmpara_core.envelope). The CLI cases run in-process through ``cli.main`` (no interpreter
+# start per case) under a short --time-budget, so a value that asks for hours of work is
+# stopped with a message instead.
+
+import math as _math
+
+from llmpara_core import envelope as _envelope
+
+CASE_BUDGET_S = "3"          # --time-budget of each generated CLI case (wall seconds)
+
+# Required arguments per subcommand (small, fast scenarios); the flag under test follows.
+CLI_BASE = {
+    "analyze": ["analyze", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm"],
+    "metrics": ["metrics", "--model", "llama-3.2-1b", "--hardware", "nvidia-h100-sxm"],
+    "serve": ["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--max-load",
+              "--requests", "50"],
+    "shard": ["shard", "-m", "llama-3.2-1b", "-hw", "8x-nvidia-h100-sxm-nvlink"],
+    "speculative": ["speculative", "--target", "llama-3.1-8b", "-hw", "nvidia-h100-sxm",
+                    "--draft", "llama-3.2-1b", "--gamma", "4", "--alpha", "0.8"],
+    "hetero": ["hetero", "-m", "llama-3.2-1b", "-hw", "Cambricon-LLM (Chiplet)"],
+    "dse": ["dse", "--model", "llama-3.2-1b", "--samples", "200"],
+    "validate": ["validate", "--regime", "batch-1"],
+    "models": ["models"],
+    "hardware": ["hardware"],
+}
+# A flag whose value needs another to apply (serve's --rate replaces --max-load).
+CLI_SWAP = {("serve", "--rate"): ("--max-load",)}
+
+
+def _outside(lo: float, hi: float, is_int: bool) -> tuple[float, float]:
+    """The values just below ``lo`` and just above ``hi``."""
+    if is_int:
+        return lo - 1, hi + 1
+    return lo - max(abs(lo) * 1e-3, 1e-9), hi + max(abs(hi) * 1e-3, 1e-9)
+
+
+def _edge_values(lo: float, hi: float, is_int: bool) -> list:
+    below, above = _outside(lo, hi, is_int)
+    vals = [lo, hi, 0, below, above]
+    if not is_int:
+        vals += [_math.nan, _math.inf]
+    out = []
+    for v in vals:
+        v = int(v) if is_int and _math.isfinite(v) else v
+        if not any(str(v) == str(o) for o in out):
+            out.append(v)
+    return out
+
+
+def _bounded_flags():
+    """(subcommand, flag, bound name) of every flag whose type comes from the bounds table
+    (``cli.types.bounded``), each (flag, bound) once, on the first subcommand that has it."""
+    from llmpara_core.cli.base import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    seen, out = set(), []
+    for name, p in sub.choices.items():
+        for a in p._actions:
+            bname = getattr(a.type, "bound_name", None)
+            if bname is None or not a.option_strings:
+                continue
+            flag = max(a.option_strings, key=len)
+            if (flag, bname) in seen:
+                continue
+            seen.add((flag, bname))
+            out.append((name, flag, bname))
+    return out
+
+
+def _cli_cases():
+    from llmpara_core.limits import bound, is_int_quantity
+    cases = []
+    for cmd, flag, bname in _bounded_flags():
+        b = bound(bname)
+        for v in _edge_values(b.lo, b.hi, is_int_quantity(bname)):
+            cases.append(pytest.param(cmd, flag, v, id=f"{cmd}{flag}={v}"))
+    return cases
+
+
+def _argv(cmd: str, flag: str, value) -> list[str]:
+    base = list(CLI_BASE[cmd])
+    for drop in CLI_SWAP.get((cmd, flag), ()):
+        base.remove(drop)
+    if flag in base:                          # the base sets it: the case's value replaces it
+        i = base.index(flag)
+        del base[i:i + 2]
+    return base + [flag, repr(value) if isinstance(value, float) else str(value),
+                   "--format", "json", "--time-budget", CASE_BUDGET_S]
+
+
+def _refusal_or_enveloped(rc: int, err: list[str], out: str, what: str) -> str:
+    """'refused' or 'answered'; fails on anything else."""
+    if rc == 2:
+        assert len(err) == 1 and err[0].startswith("llmpara: error: "), (what, err)
+        return "refused"
+    assert rc == 0, (what, rc, err)
+    _envelope.check_mapping(json.loads(out))       # raises OutsideEnvelope if not sane
+    return "answered"
+
+
+def test_every_command_flag_has_generated_cases():
+    """The generator sees the bounded flags of every analysis subcommand (none silently
+    skipped because it lost its bound)."""
+    cmds = {c for c, _, _ in _bounded_flags()}
+    assert {"analyze", "serve", "shard", "speculative", "dse", "hetero"} <= cmds, cmds
+    assert len(_bounded_flags()) >= 30
+
+
+@pytest.mark.parametrize("cmd,flag,value", _cli_cases())
+def test_generated_cli_bounds(cmd, flag, value):
+    from llmpara_core.cli import main
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        rc = main(_argv(cmd, flag, value))
+    outcome = _refusal_or_enveloped(rc, err.getvalue().splitlines(), out.getvalue(),
+                                    f"{cmd} {flag} {value}")
+    if not (isinstance(value, (int, float)) and _math.isfinite(value)):
+        assert outcome == "refused"
+
+
+# ---- the issue's own examples: each refused (or bounded) with a message -----------------------
+
+ISSUE_29_CLI = [
+    (["analyze", "-m", "llama-3-8b", "-hw", "nvidia-h100-sxm", "--weight-bits", "1e-300"],
+     "bits must be a number in [0.5, 64]"),
+    (["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--rate", "1e-12"],
+     "rate must be a number in"),
+    (["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--rate", "1e-5"],
+     "more than the cap of 2,592,000 s"),
+    (["serve", "-m", "llama-3.2-1b", "-hw", "nvidia-h100-sxm", "--rate", "5", "--requests",
+      "1000000", "--slo-ttft-ms", "500", "--slo-tpot-ms", "50"], "more than the cap of 4,000,000"),
+    (["dse", "--model", "llama-3.2-1b", "--nsga", "--population", "1000", "--generations",
+      "500"], "more than the cap of 200,000"),
+    (["shard", "-m", "qwen3-30b-a3b", "-hw", "8x-nvidia-h100-sxm-nvlink", "--search",
+      "min-tpot", "--max-devices", "65536", "-b", "1024"], "more than the cap of 5,000"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", ISSUE_29_CLI, ids=lambda x: x if isinstance(x, str)
+                         else " ".join(x[:1] + x[5:]))
+def test_issue_29_examples_are_refused_before_work(argv, needle):
+    t0 = time.perf_counter()
+    rc, err, _ = _cli(argv + ["--time-budget", "10"])
+    assert rc == 2 and len(err) == 1 and needle in err[0], err
+    assert time.perf_counter() - t0 < 10
+
+
+def _hw_file(tmp_path, extra: str, eff: str = "") -> str:
+    text = ('name = "X"\nsource = "test"\nclass = "datacenter-gpu"\n'
+            'memory_bandwidth_GBps = 3350\nmemory_capacity_GB = 80\ntdp_W = 700\n'
+            '[peak_TFLOPS]\nfp16 = 989\n')
+    text = text.replace("tdp_W = 700\n", extra if extra.startswith("tdp_W") else
+                        "tdp_W = 700\n" + extra)
+    f = tmp_path / "hw.toml"
+    f.write_text(text + eff)
+    return str(f)
+
+
+@pytest.mark.parametrize("extra,eff,needle", [
+    ("idle_W = 5000\n", "", "idle power must be at most the TDP"),
+    ("", "[efficiency]\ncompute = 1e-300\n", "efficiency.compute"),
+    ("", "[efficiency]\nmemory = 1e-300\n", "efficiency.memory"),
+    ("tdp_W = 0\n", "", "tdp"),
+])
+def test_hardware_file_cross_field_and_fraction_bounds(tmp_path, extra, eff, needle):
+    path = _hw_file(tmp_path, extra, eff)
+    rc, err, _ = _cli(["analyze", "-m", "llama-3.2-1b", "-hw", path])
+    assert rc == 2 and len(err) == 1 and needle in err[0], err
+
+
+def test_ranges_file_axis_takes_the_hardware_bound(tmp_path):
+    f = tmp_path / "r.toml"
+    f.write_text("[axes]\nbw = [1e-300, 3350]\n")
+    rc, err, _ = _cli(["dse", "--model", "llama-3.2-1b", "--ranges", str(f)])
+    assert rc == 2 and len(err) == 1 and "axis bw" in err[0] and "out of range" in err[0], err
+
+
+def test_output_envelope_refuses_absurd_results():
+    with pytest.raises(_envelope.OutsideEnvelope, match="ttft_s"):
+        _envelope.check_mapping({"rows": [{"ttft_s": 3e298}]})
+    with pytest.raises(_envelope.OutsideEnvelope, match="energy_kwh"):
+        _envelope.check_mapping({"energy_kwh": 2e6})           # 2 GWh
+    with pytest.raises(_envelope.OutsideEnvelope, match="tco_usd"):
+        _envelope.check_mapping({"tco_usd": float("nan")})
+    _envelope.check_mapping({"ttft_s": 1.0, "decode_tokens_per_s": 1e300, "usd_per_mtok": 3.0})
+
+
+# ---- tiny time budget: every subcommand stops with a message ------------------------------------
+
+TINY_ARGS = {**CLI_BASE, "serve": CLI_BASE["serve"][:-1] + ["5000"],
+             "dse": ["dse", "--model", "llama-3.2-1b", "--samples", "1000000"]}
+
+
+def test_every_subcommand_has_a_tiny_budget_case():
+    from llmpara_core.cli.base import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    missing = set(sub.choices) - set(TINY_ARGS)
+    assert not missing, f"add a tiny-budget case for {missing}"
+
+
+@pytest.mark.parametrize("cmd", sorted(TINY_ARGS))
+def test_tiny_time_budget_stops_every_subcommand(cmd):
+    t0 = time.perf_counter()
+    rc, err, n_out = _cli(TINY_ARGS[cmd] + ["--time-budget", "0.000001"])
+    assert rc == 2 and len(err) == 1 and "stopped at the time budget of 1e-06 s" in err[0], err
+    assert "--time-budget" in err[0]                       # how to go further
+    assert time.perf_counter() - t0 < 5
+
+
+def test_time_budget_flag_and_environment_are_checked(monkeypatch):
+    rc, err, _ = _cli(["models", "--time-budget", "0"])
+    assert rc == 2 and "time-budget" in err[0]
+    monkeypatch.setenv("LLMPARA_TIME_BUDGET_S", "nan")
+    rc, err, _ = _cli(["models"])
+    assert rc == 2 and "LLMPARA_TIME_BUDGET_S" in err[0]
+
+
+# ---- pages: cases generated from the widget registry (ui/number_widgets.py) -------------------
+
+# Link settings that show each page's boxes (a box appears in at least one mode).
+PAGE_MODES = {
+    "app_pages/design_space_page.py": ({"ds_method": "Random"}, {"ds_method": "NSGA-II"}),
+    "app_pages/memory_page.py": ({},),
+    "app_pages/memory_tiers_page.py": ({"model": "qwen3-30b-a3b", "mt_view": "Batch sweep"},),
+    "app_pages/metrics_page.py": ({"m_model": "tdp-fraction"},),
+    "app_pages/serving_page.py": ({"sv_arrival": "gamma", "sv_view": "Latency vs load"},
+                                  {"sv_view": "Disaggregated"}),
+    "app_pages/sharding_page.py": ({"sh_view": "Best plan"},),
+    "app_pages/speculative_page.py": ({"sp_draft": "eagle", "sp_acc": "measured"},),
+    "app_pages/validation_page.py": ({},),
+}
+PAGE_CASE_BUDGET_S = 2.0      # CPU seconds per page run here (heavy settings stop with a message)
+
+
+def _page_budget(monkeypatch, seconds: float = PAGE_CASE_BUDGET_S):
+    import ui.guard
+    monkeypatch.setattr(ui.guard, "PAGE_CPU_BUDGET_S", seconds)
+    monkeypatch.setenv("LLMPARA_RAISE_PAGE_ERRORS", "1")
+
+
+def _shown(at) -> tuple[list[str], list[str]]:
+    """(warnings, errors) as plain text (markdown escapes removed)."""
+    return ([w.value.replace("\\", "") for w in at.warning],
+            [e.value.replace("\\", "") for e in at.error])
+
+
+def _label(at, key) -> str:
+    return at.number_input(key=key).label
+
+
+def _boxes_of(page: str):
+    from ui.number_widgets import BOXES
+    return [b for b in BOXES if b.page == page]
+
+
+def test_every_page_box_is_registered_and_within_its_physics():
+    """Each registered range lies inside its quantity's bound (limits), and every url_number /
+    optional_number key in app_pages/ is registered (a new box cannot skip the table)."""
+    import re
+    from pathlib import Path
+    from llmpara_core.limits import bound
+    from ui.number_widgets import BOXES, REGISTRY
+    for b in BOXES:
+        if b.quantity is not None:
+            q = bound(b.quantity)
+            assert q.lo <= b.lo <= b.hi <= q.hi, (b.key, b.quantity, q, b.lo, b.hi)
+    root = Path(__file__).resolve().parent.parent / "app_pages"
+    keys = set()
+    for f in root.glob("*.py"):
+        text = f.read_text()
+        keys |= set(re.findall(r'url_number\(\s*"[^"]*",\s*(?:key=)?"(\w+)"', text))
+        keys |= set(re.findall(r'optional_number\(\s*"[^"]*",\s*"(\w+)"', text))
+    keys |= {"m_static", "m_pjflop", "m_pjbyte"}           # ENERGY_BOXES (a tuple in the page)
+    assert len(keys) >= 40
+    assert keys <= set(REGISTRY), sorted(keys - set(REGISTRY))
+
+
+def _page_cases():
+    return [pytest.param(page, i, id=f"{page.split('/')[-1][:-8]}-{i}")
+            for page, modes in PAGE_MODES.items() for i in range(len(modes))]
+
+
+@pytest.mark.parametrize("page,mode", _page_cases())
+def test_generated_page_boxes(page, mode, monkeypatch):
+    """Every box of the page (in this mode), typed at min, max, 0, just below, just above, NaN
+    and inf — all boxes of the page at once per value, one run each — then given NaN and inf
+    through the link. Each value outside the box's range gives a warning naming the box and
+    'rejected'; nothing raises (the guard re-raises in tests, so a ZeroDivisionError fails)."""
+    from apptest_util import open_page
+    _page_budget(monkeypatch)
+    query = PAGE_MODES[page][mode]
+    at = open_page(page, timeout=120, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    drawn = {w.key: w for w in at.number_input}
+    boxes = [b for b in _boxes_of(page) if b.key in drawn and not drawn[b.key].disabled]
+    assert boxes, f"no box of {page} drawn in mode {query}"
+    for which in range(7):
+        expect = {}
+        for b in boxes:
+            vals = _edge_values(b.lo, b.hi, b.is_int) + [_math.nan, _math.inf]
+            v = vals[min(which, len(vals) - 1)] if which < 5 else (_math.nan, _math.inf)[which - 5]
+            w = at.number_input(key=b.key)
+            if w.disabled:
+                continue
+            w.set_value(v)
+            expect[b.key] = (v, b.contains(v))
+        at.run()
+        assert not at.exception, (which, [e.value for e in at.exception])
+        warns, errors = _shown(at)
+        for key, (v, ok) in expect.items():
+            if key not in {w.key for w in at.number_input}:
+                continue              # the page stopped before this box (its message shown)
+            label = escape_label(_label(at, key))
+            hit = [w for w in warns if w.startswith(f"**{label}**") and "rejected" in w]
+            if ok:
+                assert not hit, (key, v, hit)
+            else:
+                assert hit, (key, v, warns, errors)
+    _ = errors
+
+
+def escape_label(label: str) -> str:
+    return label.replace("\\", "")
+
+
+@pytest.mark.parametrize("page", sorted(PAGE_MODES))
+@pytest.mark.parametrize("raw", ["nan", "inf"])
+def test_generated_page_link_values(page, raw, monkeypatch):
+    """Every box's link key set to NaN / inf at once: a link warning per key, no exception."""
+    from apptest_util import open_page
+    _page_budget(monkeypatch)
+    query = dict(PAGE_MODES[page][0])
+    keys = [b.key for b in _boxes_of(page) if b.key not in query]
+    query.update({k: raw for k in keys})
+    at = open_page(page, timeout=120, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    warns, _ = _shown(at)
+    drawn = {w.key for w in at.number_input}
+    missing = [k for k in keys if k in drawn and not any(f"`{k}`" in w for w in warns)]
+    assert not missing, (missing, warns)
+
+
+SIDEBAR_VALUES = {"batch": "BATCH_RANGE", "prompt": "TOKENS_RANGE", "gen": "TOKENS_RANGE",
+                  "wbits": "BITS_RANGE", "abits": "BITS_RANGE", "kvbits": "BITS_RANGE"}
+
+
+def test_generated_sidebar_boxes(monkeypatch):
+    """The sidebar's workload and bit boxes and the hardware overrides, typed at min, max, 0,
+    just outside, NaN and inf: a rejection under the box, or a scenario that renders."""
+    from apptest_util import open_page
+    from ui import links
+    _page_budget(monkeypatch)
+    at = open_page(None)
+    ranges = {k: getattr(links, v) for k, v in SIDEBAR_VALUES.items()}
+    for o in links.OVERRIDES:
+        ranges[o.key] = (o.lo, o.hi)
+    drawn = {w.key for w in at.number_input}
+    ranges = {k: r for k, r in ranges.items() if k in drawn}
+    assert len(ranges) >= 10, sorted(drawn)
+    for which in range(7):
+        expect = {}
+        for key, (lo, hi) in ranges.items():
+            is_int = key in ("batch", "prompt", "gen")
+            vals = _edge_values(lo, hi, is_int)
+            v = vals[min(which, len(vals) - 1)] if which < 5 else (_math.nan, _math.inf)[which - 5]
+            if is_int and not _math.isfinite(v):
+                continue
+            at.number_input(key=key).set_value(v)
+            o = next((o for o in links.OVERRIDES if o.key == key), None)
+            ok = (_math.isfinite(v) and lo <= v <= hi
+                  and not (o is not None and o.lo_open and v == lo))
+            expect[key] = (v, ok)
+        at.run()
+        assert not at.exception, (which, [e.value for e in at.exception])
+        warns, errors = _shown(at)
+        for key, (v, ok) in expect.items():
+            label = _label(at, key)
+            hit = [w for w in warns if w.startswith(f"**{label}**") and "rejected" in w]
+            assert bool(hit) != ok, (key, v, warns)
+        for key in list(expect):          # back to valid values for the next round
+            pass
+    assert not any("could not finish" in e for e in errors)
+
+
+def test_metrics_alpha_zero_answers(monkeypatch):
+    """Issue 29's example: alpha = 0 with the TDP-fraction model killed the Metrics page
+    (ZeroDivisionError); alpha in [0, 1] is valid physics now and the page answers."""
+    from apptest_util import open_page
+    _page_budget(monkeypatch, 20.0)
+    at = open_page("app_pages/metrics_page.py", m_model="tdp-fraction", m_alpha="0")
+    assert not at.exception and not at.error, [e.value for e in at.exception or at.error]
+    assert at.number_input(key="m_alpha").value == 0.0
+
+
+# ---- pages: a tiny time budget stops each one with a message ------------------------------------
+
+@pytest.mark.parametrize("page", [
+    "app_pages/overview_page.py", "app_pages/roofline_page.py", "app_pages/operators_page.py",
+    "app_pages/memory_page.py", "app_pages/compare_page.py", "app_pages/metrics_page.py",
+    "app_pages/memory_tiers_page.py", "app_pages/sharding_page.py",
+    "app_pages/serving_page.py", "app_pages/speculative_page.py",
+    "app_pages/design_space_page.py", "app_pages/validation_page.py"])
+def test_tiny_page_budget_stops_every_page(page, monkeypatch):
+    """Every page under a zero budget (caches cleared so it computes): it stops with the
+    'Stopped' line or its own error naming the budget, never an exception, within seconds."""
+    import streamlit as st
+    from apptest_util import open_page
+    from ui import shared_results
+    _page_budget(monkeypatch, 20.0)
+    at = open_page(None)                        # the entry run, unbudgeted
+    _page_budget(monkeypatch, 0.0)
+    st.cache_data.clear()
+    for s in shared_results._SHARED.values():
+        s.clear()
+    t0 = time.perf_counter()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    _, errors = _shown(at)
+    assert any("time budget of 0 s" in e for e in errors), errors
+    assert time.perf_counter() - t0 < 30

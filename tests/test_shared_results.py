@@ -56,3 +56,20 @@ def test_failure_is_not_stored():
 def test_rejects_empty_store():
     with pytest.raises(ValueError):
         SharedResults(0)
+
+
+def test_store_is_bounded_by_bytes_too():
+    """Issue 29 (load): a store bounded by count alone kept large results after every session
+    closed. Entries past ``max_bytes`` (estimated) go first; one larger than it is not kept."""
+    import numpy as np
+    from ui.shared_results import SharedResults, size_bytes
+    arr = np.zeros(1_000_000)                                   # 8 MB
+    assert 8_000_000 <= size_bytes({"log": [arr, arr], "x": arr}) < 8_100_000   # shared: once
+    s = SharedResults(max_entries=16, max_bytes=20_000_000)
+    for k in range(5):
+        s.get(k, lambda: np.zeros(1_000_000))
+    assert len(s) == 2 and s.bytes <= 20_000_000
+    s.get("big", lambda: np.zeros(3_000_000))                  # 24 MB: returned, not stored
+    assert "big" not in s._store and len(s) == 2
+    s.clear()
+    assert len(s) == 0 and s.bytes == 0

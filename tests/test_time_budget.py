@@ -33,17 +33,37 @@ def test_no_budget_no_effect():
     check_time_budget()                        # the CLI never sets one
 
 
-def test_budget_raises_a_config_error_naming_the_budget():
+def test_budget_raises_naming_the_budget_and_what_was_done():
     with time_budget(0.0, "ask for less"):
-        with pytest.raises(ConfigError, match=r"stopped after 0 s of computation.*ask for less"):
-            check_time_budget()
+        with pytest.raises(TimeBudgetExceeded,
+                           match=r"time budget of 0 s of computation after 3 of 9 rows.*ask "
+                                 r"for less"):
+            check_time_budget("3 of 9 rows")
     check_time_budget()                        # gone after the block
+
+
+def test_budget_is_not_a_config_error():
+    """The input was valid; only the work was larger than the budget (issue 29)."""
+    assert not issubclass(TimeBudgetExceeded, ConfigError)
+
+
+def test_wall_clock_budget_counts_waiting_too():
+    """A thread that sleeps spends no CPU time, but the wall budget still stops it."""
+    with time_budget(100.0, wall_s=0.05):
+        time.sleep(0.1)
+        with pytest.raises(TimeBudgetExceeded, match=r"0.05 s \(wall clock\)"):
+            check_time_budget()
+
+
+def test_page_wall_budget_is_set():
+    from llmpara_core.budget import PAGE_WALL_BUDGET_S
+    assert PAGE_CPU_BUDGET_S <= PAGE_WALL_BUDGET_S <= 120
 
 
 def test_inner_budget_never_extends_the_outer_one():
     with time_budget(0.0):
         with time_budget(100.0):
-            with pytest.raises(TimeBudgetExceeded, match="after 0 s"):
+            with pytest.raises(TimeBudgetExceeded, match="budget of 0 s"):
                 check_time_budget()
 
 
@@ -96,8 +116,17 @@ def test_design_space_sampling_checks_between_chunks():
 
 def test_nsga_stops():
     space = dse_space.find_space("datacenter-gpu").without_axis("tdp").without_axis("price")
-    _stops(lambda: dse_nsga.run_nsga(_dse_ctx(), space, population=1000, generations=500,
+    _stops(lambda: dse_nsga.run_nsga(_dse_ctx(), space, population=1000, generations=200,
                                      reference_samples=512))
+
+
+def test_nsga_past_the_evaluation_cap_is_refused_before_work():
+    """1,000 x 500 = 500,000 evaluations: refused at once, naming the cap (issue 29)."""
+    space = dse_space.find_space("datacenter-gpu")
+    t0 = time.thread_time()
+    with pytest.raises(ConfigError, match=r"500,000 is more than the cap of 200,000"):
+        dse_nsga.run_nsga(_dse_ctx(), space, population=1000, generations=500)
+    assert time.thread_time() - t0 < 0.5
 
 
 def test_parallel_plan_search_stops():
@@ -124,7 +153,7 @@ def test_a_page_past_its_budget_says_so(monkeypatch):
                    sv_view="Latency vs load", sv_points="30")
     assert not at.exception, [e.value for e in at.exception]
     shown = [e.value.replace("\\", "") for e in at.error]     # markdown escapes removed
-    assert any("stopped after 0.5 s of computation" in e for e in shown), \
+    assert any("time budget of 0.5 s of computation" in e for e in shown), \
         [e.value for e in at.error]
     assert time.perf_counter() - t0 < 30
 
@@ -138,7 +167,8 @@ def test_guard_stops_a_page_that_does_not_catch_it(monkeypatch, tmp_path):
                           imports="from llmpara_core.limits import check_time_budget\n")
     assert not at.exception
     assert len(at.error) == 1
-    assert at.error[0].value.replace("\\", "").startswith("Stopped: stopped after 0.3 s")
+    assert at.error[0].value.replace("\\", "").startswith("Stopped: stopped at the time budget "
+                                                          "of 0.3 s")
 
 
 def test_every_app_cache_is_bounded():

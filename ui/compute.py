@@ -12,6 +12,7 @@ import streamlit as st
 
 from llmpara_core import presets
 from llmpara_core.analysis import Report, analyze
+from llmpara_core.envelope import check_report
 from llmpara_core.hardware import Hardware
 from llmpara_core.hf_import import from_hf_config
 from llmpara_core.model import Model
@@ -21,8 +22,11 @@ from llmpara_core.workload import Workload
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def report(model: Model, hardware: Hardware, precision: Precision, workload: Workload) -> Report:
-    """``llmpara_core.analysis.analyze`` of one scenario (raises the core's ConfigError)."""
-    return analyze(model, hardware, precision, workload)
+    """``llmpara_core.analysis.analyze`` of one scenario (raises the core's ConfigError; a
+    report outside the output envelope, ``llmpara_core.envelope``, is refused the same way)."""
+    rep = analyze(model, hardware, precision, workload)
+    check_report(rep)
+    return rep
 
 
 def scenario_report(scn) -> Report:

@@ -2,7 +2,8 @@
 line (its type and a message with server paths removed), never a traceback, and the full
 traceback goes to the server log only.
 
-It also gives the page's long computations a time budget (CPU seconds of the page's thread):
+It also gives the page's long computations a time budget (CPU seconds of the page's thread,
+and wall seconds so a saturated host cannot hold a page for minutes):
 past it they stop with a message saying so instead of holding the session; and it shortens the
 interpreter's thread switch interval so a computing page does not hold up the server.
 
@@ -19,7 +20,8 @@ import sys
 
 import streamlit as st
 
-from llmpara_core.limits import PAGE_CPU_BUDGET_S, TimeBudgetExceeded, time_budget
+from llmpara_core.budget import (PAGE_CPU_BUDGET_S, PAGE_WALL_BUDGET_S, TimeBudgetExceeded,
+                                 time_budget)
 
 from .format import escape_md
 
@@ -47,15 +49,17 @@ BUDGET_ADVICE = ("ask for less (fewer requests, rates, designs or generations) o
                  "with the command-line tool, which has no time budget")
 
 
-def run_page(page, budget_s: float | None = None) -> None:
+def run_page(page, budget_s: float | None = None, wall_s: float | None = None) -> None:
     """``page.run()`` with a time budget of ``budget_s`` CPU seconds (default
-    PAGE_CPU_BUDGET_S) for its long computations (``llmpara_core.limits.time_budget``); a
+    PAGE_CPU_BUDGET_S) and ``wall_s`` wall seconds (default PAGE_WALL_BUDGET_S) for its long
+    computations (``llmpara_core.budget.time_budget``); a
     computation that hits it, or an unexpected exception, is shown as one error line (the
     latter also logged with its traceback)."""
     if sys.getswitchinterval() > SWITCH_INTERVAL_S:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
-        with time_budget(PAGE_CPU_BUDGET_S if budget_s is None else budget_s, BUDGET_ADVICE):
+        with time_budget(PAGE_CPU_BUDGET_S if budget_s is None else budget_s, BUDGET_ADVICE,
+                         wall_s=PAGE_WALL_BUDGET_S if wall_s is None else wall_s):
             page.run()
     except TimeBudgetExceeded as exc:     # a page that does not catch ConfigError itself
         st.error(f"Stopped: {escape_md(exc)}.", icon=":material/timer_off:")

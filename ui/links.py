@@ -49,7 +49,7 @@ from typing import Callable, Iterable, Mapping
 from llmpara_core.calibration import FRAMEWORKS, GENERIC
 from llmpara_core.calibration.stacks import DEFAULT, DEFAULT_NAMES
 from llmpara_core.precision import DType
-from llmpara_core.limits import HARDWARE, MODEL_INT, WORKLOAD_INT
+from llmpara_core.limits import bound, FRACTION, HARDWARE, MODEL_INT, PRECISION, WORKLOAD_INT
 from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, S_PER_US
 
 from .format import escape_md
@@ -61,7 +61,7 @@ MAX_VALUE_CHARS = 120          # a longer value is never a valid one
 # longer sequences than the sidebar offers).
 BATCH_RANGE = (int(WORKLOAD_INT["batch"].lo), int(WORKLOAD_INT["batch"].hi))
 TOKENS_RANGE = (0, 10_000_000)
-BITS_RANGE = (0.25, 64.0)
+BITS_RANGE = (PRECISION["bits"].lo, PRECISION["bits"].hi)
 
 DTYPES = tuple(d.value for d in DType)   # fp32 fp16 fp8 int8 int4 fp4
 FRAMEWORK_OPTIONS = (DEFAULT, GENERIC, *FRAMEWORKS)
@@ -81,7 +81,7 @@ class Override:
 
 def _hw_override(key: str, label: str, limit: str, to_si: float) -> Override:
     """An override whose bounds are ``llmpara_core.limits.HARDWARE[limit]`` in the key's unit."""
-    b = HARDWARE[limit]
+    b = bound(limit)
     return Override(key, label, b.lo / to_si, b.hi / to_si, to_si, lo_open=b.lo == 0)
 
 
@@ -91,10 +91,12 @@ OVERRIDES: tuple[Override, ...] = (
                    FLOPS_PER_TFLOP) for d in DTYPES),
     _hw_override("bw", "Memory bandwidth (GB/s)", "bandwidth_bytes_per_s", BYTES_PER_GB),
     _hw_override("cap", "Memory capacity (GB)", "capacity_bytes", BYTES_PER_GB),
-    _hw_override("tdp", "TDP (W)", "power_w", 1.0),
+    _hw_override("tdp", "TDP (W)", "tdp_w", 1.0),
     Override("price", "Price (USD)", 0.0, HARDWARE["price_usd"].hi, 1.0, lo_open=False),
-    Override("eff_compute", "Compute efficiency (0-1]", 0.0, 1.0, 1.0),
-    Override("eff_memory", "Bandwidth efficiency (0-1]", 0.0, 1.0, 1.0),
+    Override("eff_compute", "Compute efficiency (0-1]", FRACTION["efficiency_fraction"].lo,
+             1.0, 1.0, lo_open=False),
+    Override("eff_memory", "Bandwidth efficiency (0-1]", FRACTION["efficiency_fraction"].lo,
+             1.0, 1.0, lo_open=False),
     Override("overhead_us", "Kernel overhead (us)", 0.0, 1e6, S_PER_US, lo_open=False),
 )
 OVERRIDE_KEYS = tuple(o.key for o in OVERRIDES)
@@ -224,11 +226,22 @@ def _last(values) -> str:
     return str(values)
 
 
+def repeat_warning(key: str, values) -> str | None:
+    """The warning for a single-valued key given more than once (the last value is used; the
+    others are dropped, and the visitor is told so), else None."""
+    if not isinstance(values, (list, tuple)) or len(values) < 2:
+        return None
+    n = len(values)
+    return (f"Link parameter `{key}` appears {n:,} times; using the last value "
+            f"'{show_value(values[-1])}' and dropping the other {n - 1:,}.")
+
+
 def parse_query(raw: Mapping[str, object], cat: Catalog) -> tuple[dict, list[str]]:
     """Validate a raw query mapping (value: str or list of str, last one wins) into a complete
     scenario state, and the warnings for every key that had to fall back to its default."""
     state = defaults(cat)
-    warnings: list[str] = []
+    warnings: list[str] = [w for k, v in raw.items() if k in SCENARIO_KEYS
+                           for w in [repeat_warning(k, v)] if w]
     got = {k: _last(v) for k, v in raw.items() if k in SCENARIO_KEYS}
 
     def bad(key: str, why: str, fallback) -> None:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from . import links
 from .scenario import add_warning
+from .number_widgets import box_range, in_range, reject
 from .url_widgets import register_link_param, write_url
 
 _OPTIONAL = "_optional_number_values"   # last value per key (None = emptied by the user)
@@ -39,6 +40,7 @@ def optional_number(label: str, key: str, lo: float, hi: float, placeholder: str
     default, which the first paint shows. The browser lets only a box without a default be
     emptied, so on later runs the default is None again (the browser keeps the shown value);
     ``reset_button`` empties boxes at any time."""
+    lo, hi = box_range(key, lo, hi)
     raws = st.query_params.get_all(key)
     if raws and links.parse_float(raws[-1], lo, hi) is None:
         add_warning(f"Link parameter `{key}`: '{links.show_value(raws[-1])}' is not a number "
@@ -47,7 +49,12 @@ def optional_number(label: str, key: str, lo: float, hi: float, placeholder: str
     cur = optional_value(key, lo, hi) if key not in ss else None
     if cur is not None and not lo <= cur <= hi:
         cur = None
-    v = st.number_input(label, lo, hi, value=cur, key=key, placeholder=placeholder, **kw)
+    v = st.number_input(label, value=cur, key=key, placeholder=placeholder, **kw)
+    if v is not None and not in_range(v, lo, hi):     # typed outside: say so, keep the last
+        good = ss.get(_OPTIONAL, {}).get(key)
+        good = good if good is None or in_range(good, lo, hi) else None
+        reject(st, label, v, lo, hi, good)
+        v = good
     ss.setdefault(_OPTIONAL, {})[key] = v
     text = None if v is None else links.format_number(v)
     write_url(key, text)

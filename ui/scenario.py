@@ -52,6 +52,8 @@ HW_PRESET, HW_FILE = "Preset", "TOML file"
 _SOURCE = "_model_source"
 _SHADOW = "_scenario_shadow"
 _URL_NUMBERS = "_url_number_values"     # page-local number boxes: last value per key
+_GOOD_NUMBERS = "_sidebar_good_numbers"     # sidebar number boxes: last accepted value per key
+_REJECTED_NUMBERS = "_sidebar_rejected"     # sidebar boxes holding a rejected typed value
 SOURCE_PRESET, SOURCE_CONFIG = "Preset", "config.json"
 IMAGE_FORMAT = "_chart_image_format"
 _SHADOWED = (*SCENARIO_KEYS, _SOURCE, _HW_SOURCE, IMAGE_FORMAT)
@@ -253,8 +255,14 @@ def restore_state() -> None:
 
 
 def current_state() -> dict:
+    """The scenario keys' values; a sidebar box holding a rejected typed value counts as its
+    last accepted value (the box shows the rejection, ``ui.sidebar._number_box``)."""
     ss = st.session_state
-    return {k: ss.get(k) for k in SCENARIO_KEYS}
+    state = {k: ss.get(k) for k in SCENARIO_KEYS}
+    for k, good in ss.get(_REJECTED_NUMBERS, {}).items():
+        if k in state:
+            state[k] = good
+    return state
 
 
 def sync_url() -> None:

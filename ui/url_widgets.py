@@ -11,6 +11,7 @@ import streamlit as st
 
 from . import links
 from .links import format_number
+from .number_widgets import box_range, in_range, reject
 from .scenario import _PAGE_LINK, _URL_NUMBERS, add_warning
 
 
@@ -21,8 +22,11 @@ def register_link_param(key: str, value: str | list[str]) -> None:
     st.session_state.setdefault(_PAGE_LINK, {})[key] = value
 
 
-def _check_url(key: str, ok: Callable[[list[str]], bool], expected: str) -> None:
+def _check_url(key: str, ok: Callable[[list[str]], bool], expected: str,
+               multi: bool = False) -> None:
     raws = st.query_params.get_all(key)
+    if not multi and (w := links.repeat_warning(key, raws)):
+        add_warning(w)
     if raws and not ok(raws):
         shown = links.show_value(raws[-1])
         add_warning(f"Link parameter `{key}`: '{shown}' is not {expected}; using the default.")
@@ -60,7 +64,19 @@ def url_multiselect(label: str, options: Sequence, key: str, default: Sequence =
                     format_func: Callable[[Any], str] = str, **kwargs) -> list:
     opts = list(options)
     labels = set(format_func(o) for o in opts)
-    _check_url(key, lambda raws: all(r in labels for r in raws), "a list of known options")
+    raws = st.query_params.get_all(key)
+    unknown = [r for r in raws if r not in labels]
+    if unknown:         # keep the known values, name the dropped ones
+        shown = ", ".join(f"'{links.show_value(r)}'" for r in unknown[:5])
+        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+        add_warning(f"Link parameter `{key}`: dropped {len(unknown):,} unknown "
+                    f"value{'s' if len(unknown) > 1 else ''} ({shown}{more}); "
+                    f"kept {len(raws) - len(unknown):,} known.")
+        known = list(dict.fromkeys(r for r in raws if r in labels))
+        if known:
+            st.query_params[key] = known
+        else:
+            del st.query_params[key]
     value = st.multiselect(label, opts, default=list(default), key=key, format_func=format_func,
                            bind="query-params", **kwargs)
     register_link_param(key, [format_func(v) for v in value])
@@ -84,21 +100,31 @@ def url_number(label: str, key: str, min_value, max_value, value, **kwargs):
     link's value one render later (tests/test_first_paint.py read TP 8 for a link with
     sh_tp=2), and a bound box whose default equals its value drops the parameter from the URL.
     As for the sidebar (``_number_box``), the value lives in session state (from the link,
-    after a page switch the last value) and is given as the default too."""
+    after a page switch the last value) and is given as the default too.
+
+    The range is the box's entry in ``ui.number_widgets`` (the bounds table), narrowed by
+    ``min_value``/``max_value``. The box is drawn without Streamlit's own min/max so a typed
+    value outside the range reaches the page: a warning under the box names it and the value
+    the results use (the last accepted one)."""
+    min_value, max_value = box_range(key, min_value, max_value)
     is_int = isinstance(value, int)
     _check_url(key, lambda raws: _link_number(key, min_value, max_value, is_int) is not None,
                f"a number in [{min_value}, {max_value}]")
     ss = st.session_state
     kept = ss.setdefault(_URL_NUMBERS, {})
-    cur = ss.get(key)
+    cur = ss.get(key)       # the box's own state (a rejected typed value stays shown)
     if cur is None:
         cur = kept.get(key)
         if cur is None:
             cur = _link_number(key, min_value, max_value, is_int)
-    cur = value if cur is None or not min_value <= cur <= max_value else type(value)(cur)
-    if ss.get(key) != cur:
+        cur = value if cur is None or not min_value <= cur <= max_value else type(value)(cur)
         ss[key] = cur
-    v = st.number_input(label, min_value, max_value, cur, key=key, **kwargs)
+    v = st.number_input(label, value=cur, key=key, **kwargs)
+    if not in_range(v, min_value, max_value):
+        good = kept.get(key)
+        good = value if good is None or not in_range(good, min_value, max_value) else good
+        reject(st, label, v, min_value, max_value, good)
+        v = good
     kept[key] = v
     write_url(key, None if v == value else format_number(v))
     register_link_param(key, format_number(v))

@@ -11,6 +11,7 @@ from llmpara_core.calibration.efficiency import KERNEL_PLANS
 from llmpara_core.calibration import summary as vs
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
+from llmpara_core.limits import MAX_REFIT_ROWS, MAX_VALIDATE_ROWS, check_size
 from llmpara_core.metrics import energy_validation
 from llmpara_core.speculative import batch_sweeps, costs as spec_costs
 from llmpara_core.units import S_PER_US
@@ -22,6 +23,9 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
     rows, skipped = ([], []) if source == "Uploaded" else validation.read_shipped()
     if upload is not None and source != "Shipped":
         more, more_skipped = validation.read_measurements(upload)
+        check_size("rows in the uploaded file" + (" with the refit" if refit else ""),
+                   len(more) + len(more_skipped), MAX_REFIT_ROWS if refit else MAX_VALIDATE_ROWS,
+                   "upload a smaller file" + (" or turn the refit off" if refit else ""))
         rows, skipped = rows + more, skipped + more_skipped
     mapped, skipped = validation.map_all(rows, skipped)
     if not mapped:

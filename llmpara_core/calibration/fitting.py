@@ -42,6 +42,7 @@ from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architec
                          memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
+from ..budget import check_time_budget
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIELDS, Efficiency,
                         HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
                         memory_family)
@@ -143,6 +144,7 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
     clocks = [_clock(f.row.hardware) for f in feats]
 
     def loss(x):
+        check_time_budget()
         eff = _unpack(x, base, fit_compute, overhead_s, fit_quant)
         pred = np.array([f.predict(_at_clock(eff, c)) for f, c in zip(feats, clocks)])
         prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
@@ -212,6 +214,7 @@ def fit_memory_type(feats: list[RowFeatures], bases: list[Efficiency]) -> dict:
     w = weights([f.row for f in feats])
 
     def loss(x):
+        check_time_budget()
         mem = _sigmoid(x[0])
         pred = np.array([f.predict(replace(b, memory=mem)) for f, b in zip(feats, bases)])
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
@@ -277,6 +280,7 @@ def fit_arch_memory(rows: list[Mapped], table: EfficiencyTable) -> dict:
         w = weights(rs)
 
         def loss(x):
+            check_time_budget()
             pred = np.array([f.predict(replace(b, memory=min(1.0, b.memory * math.exp(x[0]))))
                              for f, b in zip(feats, bases)])
             return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
@@ -339,6 +343,7 @@ def fit_stream_limits(rows: list[Mapped], table: EfficiencyTable) -> tuple[float
                 "quant_stream_bytes_per_cu_cycle": math.exp(min(hi, max(lo, x[1])))}
 
     def loss(x):
+        check_time_budget()
         vals = unpack(x)
         pred = np.array([f.predict(replace(b, **vals)) for f, b in zip(feats, bases)])
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from ..analysis import analyze
 from .efficiency import GENERIC, EfficiencyTable, default_table, framework_of_label
 from .stacks import CLASS_DEFAULT_STACKS
+from ..budget import TimeBudgetExceeded, check_time_budget
 from ..errors import ConfigError, LLMParaError, PresetNotFoundError
 from ..hardware import Hardware, HardwareClass, Interconnect, Topology
 from ..limits import MAX_CSV_FIELD_CHARS, bound
@@ -284,6 +285,8 @@ def map_measurement(m: Measurement) -> Mapped | Skipped:
     except PresetNotFoundError as e:
         return Skipped(m.row_id, m.hardware, m.model, m.metric,
                        str(e).split(" (`llmpara")[0].replace("unknown ", "no preset for ", 1))
+    except TimeBudgetExceeded:
+        raise
     except (LLMParaError, KeyError, ValueError) as e:
         return Skipped(m.row_id, m.hardware, m.model, m.metric, str(e).splitlines()[0])
     return Mapped(m, model, hw, precision, workload, tp, pp, framework,
@@ -409,9 +412,12 @@ def predict_all(rows, table: EfficiencyTable | None = None) -> tuple[list[Predic
     the model) becomes a Skipped row with the core's message."""
     table = table or default_table()
     out, skipped = [], []
-    for r in rows:
+    for i, r in enumerate(rows):
+        check_time_budget(f"{i:,} of {len(rows):,} rows predicted")
         try:
             out.append(predict(r, table))
+        except TimeBudgetExceeded:
+            raise
         except LLMParaError as e:
             m = r.measurement
             skipped.append(Skipped(m.row_id, m.hardware, m.model, m.metric,

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..budget import check_time_budget
 from ..hardware import MAX_ACT_QUANT_KERNELS
 from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, cited_absolute,
                          EfficiencyTable, FrameworkProfile)
@@ -73,6 +74,7 @@ def _fit(rows: list[Mapped], effs, x0, iters: int, prior=None) -> np.ndarray:
     w = weights(rows)
 
     def loss(x):
+        check_time_budget()
         pred = np.array([f(e) for f, e in zip(preds, effs(x))])
         pen = PRIOR_WEIGHT * float(np.sum(np.square(x))) if prior is None else prior(x)
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + pen
@@ -200,6 +202,7 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
                     for (f, _, lo, hi), v in zip(TP_FIT_FIELDS, x)}
 
         def loss(x):
+            check_time_budget()
             prof = FrameworkProfile(name, FRAMEWORKS[name][0], absolute=unpack(x))
             t = _with(table, prof)
             setups = {k: replace(v, hardware=replace(base[k], efficiency=t.efficiency_for(

@@ -16,9 +16,13 @@ import sys
 
 from .. import __version__
 from ..errors import ConfigError, LLMParaError
+from ..budget import (BUDGET_ENV, DEFAULT_CLI_BUDGET_S, MAX_BUDGET_S, TimeBudgetExceeded,
+                      check_time_budget, cli_budget_s, time_budget)
+from ..envelope import check_mapping
 from ..export import csv_safe
 from ..precision import DType, Precision
 from .compat import console_summary, old_tool_argv, precision_by_name
+from .types import bounded
 from ..workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
@@ -78,14 +82,7 @@ positive_int = integer_in(1, 10**9)
 nonneg_int = integer_in(0, 10**9)
 
 
-def bits(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of bits, got {s!r}") from None
-    if not math.isfinite(v) or not 0 < v <= 64:
-        raise argparse.ArgumentTypeError(f"bits must be in (0, 64], got {s}")
-    return v
+bits = bounded("bits", "bits")
 
 
 def add_output_args(p: argparse.ArgumentParser) -> None:
@@ -101,11 +98,11 @@ def add_model_hw_args(p: argparse.ArgumentParser, model_flag: str = "--model") -
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-b", "--batch", "--batch-size", type=positive_int, default=1,
+    p.add_argument("-b", "--batch", "--batch-size", type=bounded("batch"), default=1,
                    dest="batch", help="sequences decoded together")
-    p.add_argument("-s", "--prompt-len", "--seq-len", type=nonneg_int, default=2048,
+    p.add_argument("-s", "--prompt-len", "--seq-len", type=bounded("prompt_len"), default=2048,
                    dest="prompt_len", help="prompt tokens (--seq-len: the reference tool's name)")
-    p.add_argument("--gen-len", type=nonneg_int, default=256)
+    p.add_argument("--gen-len", type=bounded("gen_len"), default=256)
     p.add_argument("--no-flash-attention", action="store_true",
                    help="materialise the attention score matrix")
     p.add_argument("--flash-attn", action="store_true",
@@ -154,6 +151,7 @@ def workload_from_args(args) -> Workload:
 def emit(obj, fmt: str, rows: list[dict] | None = None, out=None) -> None:
     """Print ``obj`` as JSON, or ``rows`` as CSV / an aligned text table."""
     out = out or sys.stdout
+    check_mapping(obj if obj is not None else rows)     # the output envelope (envelope.py)
     if fmt == "json":
         json.dump(obj, out, indent=2, allow_nan=False, default=str)
         out.write("\n")
@@ -188,7 +186,8 @@ def _cmd_models(args) -> None:
     from ..model import count_params
     from ..presets import list_presets, load_model
     rows = []
-    for info in list_presets("models"):
+    for i, info in enumerate(list_presets("models")):
+        check_time_budget(f"{i} models listed")
         m = load_model(info.slug)
         pc = count_params(m)
         rows.append({"slug": info.slug, "name": info.name, "family": info.category,
@@ -201,7 +200,8 @@ def _cmd_hardware(args) -> None:
     from ..precision import DType as D
     from ..presets import list_presets, load_hardware
     rows = []
-    for info in list_presets("hardware"):
+    for i, info in enumerate(list_presets("hardware")):
+        check_time_budget(f"{i} devices listed")
         hw = load_hardware(info.slug)
         row = {"slug": info.slug, "name": info.name, "class": hw.hw_class.value,
                "architecture": hw.architecture.value if hw.architecture else None,
@@ -322,7 +322,35 @@ def build_parser(command: str | None = None) -> _Parser:
         importlib.import_module(f".{mod_name}", __package__).register(sub)
     for hook in ANALYZE_ARG_HOOKS:
         hook(a)
+    for name, subparser in sub.choices.items():
+        add_time_budget_arg(subparser)
     return p
+
+
+def add_time_budget_arg(p) -> None:
+    """``--time-budget`` on every subcommand (added by ``build_parser`` to each one, so a new
+    subcommand has it without asking)."""
+    if any("--time-budget" in a.option_strings for a in p._actions):
+        return
+    p.add_argument("--time-budget", type=bounded_budget, metavar="SECONDS", default=None,
+                   help=f"wall seconds the command may compute before it stops with what it "
+                        f"did (default {DEFAULT_CLI_BUDGET_S:g}, or {BUDGET_ENV})")
+
+
+def bounded_budget(s: str) -> float:
+    """A --time-budget value: seconds in (0, MAX_BUDGET_S]."""
+    return number_in(0, MAX_BUDGET_S, lo_open=True, what="a number of seconds")(s)
+
+
+BUDGET_ADVICE = ("give it more time (--time-budget SECONDS or {env}) or ask for less "
+                 "(fewer requests, rates, designs, generations or plans)")
+
+
+def run_with_budget(args) -> None:
+    """``args.func(args)`` inside the command's wall-clock budget."""
+    seconds = cli_budget_s(getattr(args, "time_budget", None))
+    with time_budget(None, BUDGET_ADVICE.format(env=BUDGET_ENV), wall_s=seconds):
+        args.func(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -330,9 +358,11 @@ def main(argv: list[str] | None = None) -> int:
         words = old_tool_argv(sys.argv[1:] if argv is None else list(argv))
         parser = build_parser(next((w for w in words if not w.startswith("-")), None))
         args = parser.parse_args(words)
-        args.func(args)
+        run_with_budget(args)
         return 0
     except UsageError as e:
+        _fail(str(e))
+    except TimeBudgetExceeded as e:
         _fail(str(e))
     except (LLMParaError, ConfigError) as e:
         _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)

@@ -182,6 +182,7 @@ def _sensitivity(ctx, ev, front) -> dict:
 
 def register(subparsers) -> None:
     from .base import nonneg_int, positive_int
+    from .types import bounded
     p = subparsers.add_parser("dse", help="design-space exploration: sweep, Pareto, NSGA-II")
     p.add_argument("--model", required=True, help="model preset name or config.json path")
     g = p.add_argument_group("design space")
@@ -194,7 +195,7 @@ def register(subparsers) -> None:
     g.add_argument("--tdp-price", choices=("derived", "swept"), default="derived",
                    help="derived: TDP and price from the power and cost models (default); "
                         "swept: the space's TDP and price values, as constraints")
-    g.add_argument("--samples", type=positive_int, help="sample N designs instead of the grid")
+    g.add_argument("--samples", type=bounded("samples"), help="sample N designs instead of the grid")
     g.add_argument("--method", choices=("grid", "random", "lhs"), help="sampling method")
     g.add_argument("--seed", type=nonneg_int, default=0)
     g.add_argument("--objectives", type=_objectives, default=None,
@@ -207,8 +208,8 @@ def register(subparsers) -> None:
                    help="one-at-a-time x0.25..x8 around the first front design (JSON)")
     n = p.add_argument_group("NSGA-II")
     n.add_argument("--nsga", action="store_true", help="NSGA-II over the axes' ranges")
-    n.add_argument("--population", type=positive_int, default=100)
-    n.add_argument("--generations", type=positive_int, default=40)
+    n.add_argument("--population", type=bounded("population"), default=100)
+    n.add_argument("--generations", type=bounded("generations"), default=40)
     cli.add_workload_args(p)
     cli.add_precision_args(p)
     cli_metrics.add_metrics_args(p)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from .types import bounded
 from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
                    add_workload_args, emit, number_in, positive_int, precision_from_args,
                    print_stack, with_framework, workload_from_args)
@@ -59,7 +60,7 @@ def register(subparsers) -> None:
                    help="every operator pays its tiers' access latency (default: only "
                         "data-dependent reads: embedding gather, routed experts)")
     p.add_argument("--expert-zipf", default=0.0, metavar="S",
-                   type=number_in(0, 10, what="an expert popularity exponent"),
+                   type=bounded("expert_zipf_s", "expert popularity exponent"),
                    help="MoE expert popularity ~ 1/rank^S (0 = uniform routing)")
     p.add_argument("--migration", action="store_true",
                    help="add the weight/KV precision sweep 16 -> 8 -> 4 -> 2 bits")

@@ -14,15 +14,10 @@ from __future__ import annotations
 
 import argparse
 
+from .types import bounded
 from . import base as cli
 from ..errors import ConfigError
 from ..limits import bound
-
-
-def _bounded(name: str):
-    """An argparse type for quantity ``name`` of ``limits`` (its range in the message)."""
-    b = bound(name)
-    return cli.number_in(b.lo, b.hi, what=name.replace("_", " "))
 
 
 def add_metrics_args(p: argparse.ArgumentParser) -> None:
@@ -31,18 +26,18 @@ def add_metrics_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--region", default="world",
                    help="grid region for CO2e (key, name or the reference's names such as "
                         "Global_Average; `llmpara metrics --list-regions`)")
-    g.add_argument("--pue", type=cli.number_in(1, 10), help="facility PUE (>= 1)")
-    g.add_argument("--usd-per-kwh", type=cli.number_in(0, 100),
+    g.add_argument("--pue", type=bounded("pue", "PUE"), help="facility PUE (>= 1)")
+    g.add_argument("--usd-per-kwh", type=bounded("usd_per_kwh", "USD per kWh"),
                    help="electricity price [USD/kWh]")
-    g.add_argument("--lifetime-years", type=_bounded("lifetime_years"), help="service life [years]")
-    g.add_argument("--utilisation", type=_bounded("utilisation"), help="busy fraction of the life (0, 1]")
-    g.add_argument("--price-usd", type=cli.number_in(0, 1e9),
+    g.add_argument("--lifetime-years", type=bounded("lifetime_years"), help="service life [years]")
+    g.add_argument("--utilisation", type=bounded("utilisation"), help="busy fraction of the life (0, 1]")
+    g.add_argument("--price-usd", type=bounded("price_usd", "price"),
                    help="device price override [USD]")
     g.add_argument("--energy-model", choices=("components", "tdp-fraction"),
                    default="components",
                    help="components: static + pJ/FLOP + pJ/byte (default); tdp-fraction: the "
                         "reference tool's TDP x power-fraction model")
-    g.add_argument("--alpha", type=cli.number_in(0, 1),
+    g.add_argument("--alpha", type=bounded("alpha"),
                    help="compute power fraction of the tdp-fraction model")
     g.add_argument("--no-idle-energy", action="store_true",
                    help="do not charge idle hours (1 - utilisation) to the tokens")

@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 
+from .types import bounded
 from .base import (FRAMEWORK_HELP, add_model_hw_args, add_output_args, add_precision_args, emit,
                    nonneg_int, number_in, positive_int, precision_from_args, print_stack,
                    with_framework)
@@ -29,23 +30,23 @@ def register(subparsers) -> None:
                     "percentiles, goodput and the largest rate meeting an SLO.")
     add_model_hw_args(p)
     g = p.add_argument_group("deployment")
-    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
-    g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
+    g.add_argument("--tp", type=bounded("degree", "TP"), default=1, help="tensor-parallel degree")
+    g.add_argument("--pp", type=bounded("degree", "PP"), default=1, help="pipeline stages")
     g.add_argument("--framework", help=FRAMEWORK_HELP + "; also the scheduler defaults "
                                        "(tensorrt-llm, vllm; other stacks: a generic engine)")
     w = p.add_argument_group("requests")
-    w.add_argument("--isl", type=positive_int, default=512, help="input tokens per request")
-    w.add_argument("--osl", type=positive_int, default=256, help="output tokens per request")
+    w.add_argument("--isl", type=bounded("tokens_per_request", "ISL"), default=512, help="input tokens per request")
+    w.add_argument("--osl", type=bounded("tokens_per_request", "OSL"), default=256, help="output tokens per request")
     load = w.add_mutually_exclusive_group(required=True)
     load.add_argument("--max-load", action="store_true", help="all requests queued at t = 0")
-    load.add_argument("--rate", type=number_in(0, 1e9, lo_open=True, what="a rate"),
+    load.add_argument("--rate", type=bounded("rate_per_s", "rate"),
                       help="mean request rate [requests/s]")
     w.add_argument("--arrival", choices=[a for a in ARRIVALS if a != "max-load"],
                    default="poisson", help="arrival process with --rate (gamma: see "
                                            "--burstiness)")
-    w.add_argument("--burstiness", type=number_in(0, 1000, lo_open=True), default=1.0,
+    w.add_argument("--burstiness", type=bounded("burstiness"), default=1.0,
                    help="gamma shape: 1 = Poisson, < 1 burstier")
-    w.add_argument("--requests", type=positive_int, default=1000)
+    w.add_argument("--requests", type=bounded("requests"), default=1000)
     w.add_argument("--lengths", choices=LENGTHS, default="fixed")
     w.add_argument("--length-spread", type=number_in(0, 5), default=0.5)
     w.add_argument("--seed", type=nonneg_int, default=0)
@@ -54,14 +55,14 @@ def register(subparsers) -> None:
     e.add_argument("--max-num-tokens", type=positive_int, help="token budget per iteration")
     e.add_argument("--chunked-prefill", choices=("on", "off"))
     e.add_argument("--block-size", type=positive_int, help="KV-cache block [tokens]")
-    e.add_argument("--kv-memory-fraction", type=number_in(0, 1, lo_open=True),
+    e.add_argument("--kv-memory-fraction", type=bounded("unit_fraction", "KV memory fraction", lo_open=True),
                    help="share of the memory left after weights and activations for KV")
     e.add_argument("--kv-policy", choices=POLICIES)
     e.add_argument("--prefix-hit-rate", type=number_in(0, 0.999), default=0.0)
     s = p.add_argument_group("objectives")
-    s.add_argument("--slo-ttft-ms", type=number_in(0, 1e9, lo_open=True))
-    s.add_argument("--slo-tpot-ms", type=number_in(0, 1e9, lo_open=True))
-    s.add_argument("--slo-percentile", type=number_in(0, 100, lo_open=True), default=90.0)
+    s.add_argument("--slo-ttft-ms", type=bounded("slo_ms", "SLO TTFT [ms]"))
+    s.add_argument("--slo-tpot-ms", type=bounded("slo_ms", "SLO TPOT [ms]"))
+    s.add_argument("--slo-percentile", type=bounded("percentile", "SLO percentile"), default=90.0)
     s.add_argument("--target-rate", type=number_in(0, 1e12, lo_open=True),
                    help="requests/s the fleet must serve: replicas and GPUs")
     s.add_argument("--no-search", action="store_true", help="skip the SLO rate search")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from .types import bounded
 from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
                    add_workload_args, emit, number_in, positive_int, precision_from_args,
                    print_stack, with_framework, workload_from_args)
@@ -37,17 +38,17 @@ def register(subparsers) -> None:
                     "--search finds the best plan, --scaling sweeps the device count.")
     add_model_hw_args(p)
     g = p.add_argument_group("plan")
-    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
-    g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
-    g.add_argument("--dp", type=positive_int, default=1,
+    g.add_argument("--tp", type=bounded("degree", "TP"), default=1, help="tensor-parallel degree")
+    g.add_argument("--pp", type=bounded("degree", "PP"), default=1, help="pipeline stages")
+    g.add_argument("--dp", type=bounded("degree", "DP"), default=1,
                    help="data-parallel replicas (the batch is the global batch)")
-    g.add_argument("--ep", type=positive_int, default=1,
+    g.add_argument("--ep", type=bounded("degree", "EP"), default=1,
                    help="expert-parallel degree (MoE; divides TP x DP and the experts)")
-    g.add_argument("--microbatches", type=positive_int,
+    g.add_argument("--microbatches", type=bounded("microbatches"),
                    help="pipeline microbatches (default min(batch per replica, PP))")
     g.add_argument("--stage-layers", type=_layers,
                    help="layers per pipeline stage, e.g. 21,19 (default: even split)")
-    g.add_argument("--overlap", type=number_in(0, 1), default=0.0,
+    g.add_argument("--overlap", type=bounded("unit_fraction", "overlap"), default=0.0,
                    help="fraction of communication hidden under compute (default 0)")
     g.add_argument("--no-vocab-parallel", action="store_true",
                    help="keep embedding and LM head whole on every TP rank (gpt-fast)")
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
     s = p.add_argument_group("search / scaling (instead of one plan)")
     s.add_argument("--search", choices=[o.replace("_", "-") for o in OBJECTIVES],
                    help="rank every valid plan that fits by this objective")
-    s.add_argument("--max-devices", type=positive_int,
+    s.add_argument("--max-devices", type=bounded("devices", "max devices"),
                    help="search: use at most this many devices (default: the cluster)")
     s.add_argument("--fill-batch", action="store_true",
                    help="search: run each plan at the largest batch that fits (<= 1024)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from .types import bounded
 from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
                    add_workload_args, emit, integer_in, number_in, positive_int,
                    precision_from_args, print_stack, stack_line, with_framework,
@@ -17,7 +18,7 @@ from ..speculative.drafts import DRAFT_PRESETS
 DRAFT_KINDS = ("model", "eagle", "eagle3", "mtp", "medusa", "ngram")
 
 
-_unit = number_in(0, 1)
+_unit = bounded("unit_fraction", "acceptance")
 
 
 def _rates(s: str) -> tuple[float, ...]:
@@ -27,7 +28,7 @@ def _rates(s: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"--acceptance: {e}") from None
 
 
-_gamma = integer_in(int(bound("gamma").lo), int(bound("gamma").hi))
+_gamma = bounded("gamma", "gamma")
 
 
 def register(subparsers) -> None:

@@ -18,6 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from ..limits import MAX_REFIT_ROWS, MAX_VALIDATE_ROWS, check_size
 from .base import add_output_args, emit, positive_int
 from ..errors import ConfigError
 from ..calibration.measurements import MAX_CSV_BYTES, REGIMES
@@ -74,6 +75,12 @@ def run(args) -> None:
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
                      else validation.read_shipped())
+    if data is not None:
+        cap = MAX_REFIT_ROWS if args.refit else MAX_VALIDATE_ROWS
+        check_size(f"rows in --data{' with --refit' if args.refit else ''}",
+                   len(rows) + len(skipped), cap,
+                   "split the file into smaller ones" + (" or validate without --refit"
+                                                          if args.refit else ""))
     mapped, skipped = validation.map_all(rows, skipped)
     in_regime = [r for r in mapped if args.regime in ("all", validation.regime(r))]
     if not in_regime:

@@ -28,7 +28,7 @@ from . import evaluation as dse
 from . import physics as phys
 from .space import SearchSpace, sample, unit_to_axis
 from ..errors import ConfigError, require_int
-from ..limits import check_time_budget
+from ..limits import MAX_NSGA_EVALUATIONS, check_int, check_size, check_time_budget
 from .pareto import Hypervolume, hypervolume, pareto_mask
 
 
@@ -131,8 +131,11 @@ def run_nsga(ctx: dse.DesignContext, space: SearchSpace,
              progress: Callable[[float], None] | None = None) -> NSGAResult:
     """NSGA-II (pymoo) over ``space``'s continuous ranges; see the module docstring."""
     objs = dse.check_objectives(objectives)
-    population = require_int("population", population, 8, 5000)
-    generations = require_int("generations", generations, 1, 2000)
+    population = check_int("population", population)
+    generations = check_int("generations", generations)
+    check_size(f"NSGA-II evaluations ({population:,} population x {generations:,} "
+               "generations)", population * generations, MAX_NSGA_EVALUATIONS,
+               "use a smaller population or fewer generations")
     seed = require_int("seed", seed, 0, 2**32 - 1)
     ctx.check_keys(space.keys)
     try:

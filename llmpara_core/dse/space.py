@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, did_you_mean, require_int
+from ..limits import bound
+from ..units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from ..precision import DType
 
 METHODS = ("grid", "random", "lhs")
@@ -43,13 +45,21 @@ class AxisInfo:
     lo_open: bool = True
 
 
+def _from_limits(label: str, unit: str, name: str, to_si: float,
+                 lo_open: bool = False) -> AxisInfo:
+    """An axis whose range is the hardware bound ``limits.bound(name)`` in the axis's unit
+    (issue 29: axes from a ranges file or a link skipped the hardware bounds; 1e-300 GB/s)."""
+    b = bound(name)
+    return AxisInfo(label, unit, b.lo / to_si, b.hi / to_si, lo_open=lo_open)
+
+
 AXES: dict[str, AxisInfo] = {
-    "peak": AxisInfo("Peak compute", "TFLOP/s", 0.0, 1e7),
-    "bw": AxisInfo("Memory bandwidth", "GB/s", 0.0, 1e8),
-    "cap": AxisInfo("Memory capacity", "GB", 0.0, 1e7),
+    "peak": _from_limits("Peak compute", "TFLOP/s", "peak_flops_per_s", FLOPS_PER_TFLOP),
+    "bw": _from_limits("Memory bandwidth", "GB/s", "bandwidth_bytes_per_s", BYTES_PER_GB),
+    "cap": _from_limits("Memory capacity", "GB", "capacity_bytes", BYTES_PER_GB),
     "sram": AxisInfo("On-chip SRAM", "MB", 0.0, 1e6, lo_open=False),
-    "tdp": AxisInfo("TDP", "W", 0.0, 1e7),
-    "price": AxisInfo("Price", "USD", 0.0, 1e10),
+    "tdp": _from_limits("TDP", "W", "tdp_w", 1.0),
+    "price": _from_limits("Price", "USD", "price_usd", 1.0, lo_open=True),
 }
 PEAK_KEYS = tuple(f"peak_{d.value}" for d in DType)
 

@@ -22,6 +22,7 @@ from .carbon import (CarbonResult, carbon_per_million_tokens, check_lifetime_uti
                      grid_region)
 from .energy import (MODELS, EnergyReport, class_entry, device_entry, energy_report,
                      energy_roofline, energy_table, estimated_rates, params_for_report)
+from ..budget import TimeBudgetExceeded
 from ..errors import ConfigError, LLMParaError, require_float
 from ..limits import check_float
 from ..hardware import Hardware
@@ -335,6 +336,8 @@ def compare_one(model: Model, hardware: Hardware, precision: Precision, workload
                 capacity_bytes=hardware.memory_capacity_bytes)
     try:
         report = analyze(model, hardware, precision, workload)
+    except TimeBudgetExceeded:
+        raise
     except LLMParaError as exc:
         return HardwareComparison(fits=None, memory_needed_bytes=None, error=str(exc), **base)
     base.update(fits=report.memory.fits, memory_needed_bytes=report.memory.total_bytes,
@@ -342,6 +345,8 @@ def compare_one(model: Model, hardware: Hardware, precision: Precision, workload
                 decode_tokens_per_s=report.estimated.throughput_tokens_per_s)
     try:
         m = scenario_metrics(report, settings)
+    except TimeBudgetExceeded:
+        raise
     except LLMParaError as exc:
         return HardwareComparison(error=str(exc), **base)
     price = m.tco.price_usd

@@ -300,7 +300,10 @@ def tdp_fraction_roofline(tdp_w: float, alpha: float, r: Rates, intensity=None) 
     u_m = np.where(x < ridge, 1.0, ridge / x)
     power = np.maximum(tdp_w * (alpha * u_c + (1 - alpha) * u_m), floor * tdp_w)
     perf = np.minimum(x * r.bytes_per_s, r.flops_per_s)
-    return EnergyRoofline(x, perf / power, r.flops_per_s / (alpha * tdp_w), ridge, None)
+    # compute-bound limit: power TDP alpha, never below the floor (alpha = 0 is valid: the
+    # floor then sets the power; it divided by zero before, issue 29)
+    return EnergyRoofline(x, perf / power, r.flops_per_s / (max(alpha, floor) * tdp_w), ridge,
+                          None)
 
 
 # ------------------------------------------------------------------------------ validation

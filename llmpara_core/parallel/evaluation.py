@@ -9,6 +9,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
+from ..budget import check_time_budget
 from ..analysis import OpRow, Phase, Timing, _row, _timing, analyze, integrate_decode
 from ..forward import forward_ops
 from ..hardware import Efficiency, Hardware, Topology
@@ -310,6 +311,7 @@ def shard_analyze(model: Model, hardware: Hardware, precision: Precision, worklo
     links and the single-device baseline alike), as in ``analyze``."""
     if efficiency is not None:
         hardware = replace(hardware, efficiency=efficiency)
+    check_time_budget()         # a cached report still answers inside its caller's budget
     return _shard_cached(model, hardware, precision, workload, plan)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from ..analysis import analyze
 from ..errors import ConfigError
-from ..limits import check_time_budget
+from ..limits import MAX_PLANS, check_size, check_time_budget
 from ..hardware import Hardware
 from ..model import Model
 from .evaluation import shard_analyze
@@ -143,6 +143,10 @@ def search_plans(model: Model, hardware: Hardware, precision: Precision, workloa
     limit = max_devices or (ic.devices if ic else 1)
     batch_room = max(workload.batch, batch_cap) if fill_batch else workload.batch
     plans = candidate_plans(model, limit, batch_room, exact_devices)
+    check_size(f"parallel plans to evaluate ({limit:,} devices"
+               f"{f', {model.moe.num_experts:,} experts' if model.moe is not None else ''})",
+               len(plans), MAX_PLANS, "search over fewer devices (a smaller --max-devices "
+               "or cluster) or evaluate one plan (--tp/--pp/--dp/--ep)")
     found = []
     for i, plan in enumerate(plans):
         check_time_budget()

@@ -14,8 +14,10 @@ from ..parallel import ParallelPlan
 from ..precision import Precision
 from .cost import IterationCost
 from .config import EngineConfig
-from .engine import SimResult, simulate
-from .report import (RateSearch, ServeSummary, Slo, max_rate_meeting_slo, replicas_for_rate,
+from ..limits import MAX_REQUEST_EVENTS, check_arrival_span, check_size
+from .engine import SimResult, kv_capacity_tokens, simulate
+from .report import (SEARCH_STEPS, RateSearch, ServeSummary, Slo, max_rate_meeting_slo,
+                     replicas_for_rate,
                      steady_state_output_tokens_per_s, summarize)
 from .requests import RequestSpec
 from .sweeps import LoadCurve, load_curve
@@ -43,6 +45,22 @@ class ServeStudy:
         return None if self.replicas is None else self.replicas * self.cost.devices
 
 
+def check_serving_size(spec: RequestSpec, search_runs: int = 0, curve_points: int = 0,
+                       extra_runs: int = 0) -> None:
+    """Refuse, before any simulation, a study whose simulated requests (requests x runs) pass
+    ``limits.MAX_REQUEST_EVENTS`` or whose arrivals span more than
+    ``limits.MAX_ARRIVAL_SPAN_S`` (issue 29: 1,000,000 requests with an SLO search ran for
+    minutes; a rate of 1e-12 req/s simulated a 1e15-s makespan)."""
+    if spec.arrival != "max-load":
+        check_arrival_span(spec.requests, spec.rate)
+    runs = 1 + (spec.arrival != "max-load") + search_runs + curve_points + extra_runs
+    parts = [f"{runs} simulations"]
+    if search_runs:
+        parts.append(f"{search_runs} of them the SLO rate search (--no-search skips it)")
+    check_size(f"requests simulated ({spec.requests:,} requests x {'; '.join(parts)})",
+               spec.requests * runs, MAX_REQUEST_EVENTS, "simulate fewer requests")
+
+
 def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestSpec,
           config: EngineConfig, plan: ParallelPlan | None = None,
           efficiency: Efficiency | None = None, slo: Slo | None = None,
@@ -54,6 +72,8 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
     replicas needed (at the SLO rate if there is an SLO, else at the max-load rate); with
     ``curve_points`` > 0, latency against load at that many rates."""
     plan = plan or ParallelPlan()
+    check_serving_size(spec, (SEARCH_STEPS + 2) if slo is not None and search else 0,
+                       curve_points)
     cost = IterationCost(model, hardware, precision, plan, efficiency, flash_attention)
     share = (0.3, 0.4, 0.3) if curve_points else (0.3, 0.7, 0.0)
 
@@ -87,6 +107,40 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
         progress(1.0)
     return ServeStudy(summ, res, cost, config, spec, slo, sat, found, target_rate, reps, closed,
                       curve)
+
+
+def replica_fits(model: Model, hardware: Hardware, precision: Precision, plan: ParallelPlan,
+                 config: EngineConfig, tokens_per_request: int,
+                 flash_attention: bool = True) -> bool:
+    """Whether one replica of ``plan`` on ``hardware`` holds the weights, the activations and
+    the KV cache of one request of ``tokens_per_request`` tokens (the engine's own capacity
+    rule, :func:`.engine.kv_capacity_tokens`)."""
+    try:
+        cost = IterationCost(model, hardware, precision, plan, None, flash_attention)
+    except ConfigError:
+        return False                     # e.g. TP does not divide the heads
+    cap = kv_capacity_tokens(cost, config)
+    return cap > 0 and cap >= tokens_per_request
+
+
+def smallest_fitting(model: Model, options, precision: Precision, config: EngineConfig,
+                     tokens_per_request: int, flash_attention: bool = True):
+    """The first (option, hardware, plan) of ``options`` — (label, hardware) pairs in order of
+    preference — and tensor-parallel degrees 1, 2, 4 … up to the option's device count, whose
+    replica fits (:func:`replica_fits`): the fewest devices first, then the order given. None
+    if nothing fits."""
+    tried = []
+    for label, hw in options:
+        devices = hw.interconnect.devices if hw.interconnect else 1
+        tp = 1
+        while tp <= devices:
+            tried.append((tp, label, hw))
+            tp *= 2
+    for tp, label, hw in sorted(tried, key=lambda t: t[0]):
+        plan = ParallelPlan(tp=tp)
+        if replica_fits(model, hw, precision, plan, config, tokens_per_request, flash_attention):
+            return label, hw, plan
+    return None
 
 
 def study_to_dict(st, stack, defaults_source: str) -> dict:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError
-from ..limits import TimeBudgetExceeded
+from ..limits import MAX_REQUEST_EVENTS, TimeBudgetExceeded, check_size
 from ..hardware import Efficiency, Hardware
 from ..model import Model
 from ..parallel import ParallelPlan
@@ -102,6 +102,9 @@ def frontier(model: Model, hardware: Hardware, precision: Precision, cfg: Engine
     (heads, links, memory) are kept with the reason."""
     spec = replace(spec, arrival="max-load", rate=None)
     combos = [(p, b) for p in plans for b in batch_caps]
+    check_size(f"requests simulated ({spec.requests:,} requests x {len(combos)} plan and batch "
+               "combinations)", spec.requests * len(combos), MAX_REQUEST_EVENTS,
+               "simulate fewer requests, plans or batch caps")
     pts = []
     for i, (plan, cap) in enumerate(combos):
         try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
+from ..budget import TimeBudgetExceeded
 from ..calibration.efficiency import efficiency_for
 from ..parallel import ParallelPlan
 from ..precision import precision_preset
@@ -108,6 +109,8 @@ def compare(rows, requests: int = MAX_LOAD_REQUESTS) -> tuple[MaxLoadComparison,
         try:
             out.append(MaxLoadComparison(r, predict(model, dev, prec, r.tp, r.isl, r.osl,
                                                     requests)))
+        except TimeBudgetExceeded:
+            raise
         except Exception as e:          # noqa: BLE001 - a row that cannot run is reported
             out.append(MaxLoadComparison(r, None, str(e).splitlines()[0]))
     return tuple(out)

@@ -550,12 +550,12 @@ def power_model_view() -> None:
               f"{fmt_pct(fit.get('batched_1gpu'), 1)} / {fmt_pct(fit.get('batched_tp'), 1)}")
     c3.metric("Batched rows, shipped fit", fmt_pct(batched["error"].abs().median(), 1))
     st.caption(
-        "Each device draws its idle power plus a share of its idle-to-TDP range: while kernels "
-        "run, a share for being busy and shares growing with tensor-core utilisation and "
-        "memory streaming; while the stack's host work runs (per-pass fixed time, launches), "
-        "a small share. Above its TDP the clock drops and the busy time stretches "
-        "(`metrics/energy_validation.py`; four constants fitted on the batched rows, "
-        "`scripts/fit_energy.py`). Batch-1 rows are never fitted "
+        "While kernels run, each device draws its idle power, a share of its idle-to-TDP "
+        "range and the energy of the run's FLOPs (tensor cores) and bytes (memory streaming) "
+        "at its own pJ/FLOP and pJ/byte; while the stack's host work runs (per-pass fixed "
+        "time, launches), its idle power and a small share. Above its TDP the clock drops and "
+        "the busy time stretches (`metrics/energy_validation.py`; three constants fitted on "
+        "the batched rows, `scripts/fit_energy.py`). Batch-1 rows are never fitted "
         f"(held out {fmt_pct(fit.get('batch_1'), 1)}).")
     st.dataframe(pm, hide_index=True)
     _csv_button(pm, "energy_power_model", "m_pm_csv")

@@ -5,7 +5,7 @@
 
 Reads ``presets/tables/energy_measurements.csv`` (ML.ENERGY v1/v2 rows, single-GPU and
 tensor-parallel), models each row's run under the stack it measured
-(``llmpara_core.metrics.energy_validation``), fits the four power constants on the batched rows
+(``llmpara_core.metrics.energy_validation``), fits the three power constants on the batched rows
 (``llmpara_core.metrics.energy_fit``), checks them leave-one-device-out and writes
 ``presets/tables/energy_power.toml`` with the figures in its header.
 """
@@ -38,12 +38,12 @@ def main(argv=None) -> int:
                                              else group_of(p.work) == g))
     figs = [f"#   {g or 'batched, all'}: {n(g)} rows, held out {f.median(g):.1%}, in sample "
             f"{f.median(g, held_out=False):.1%}" for g in GROUPS]
-    held = [f"#   without {d}: active {k.active:g}, compute {k.compute:g}, memory {k.memory:g}, "
-            f"host {k.host:g}" for d, k in f.by_device]
+    held = [f"#   without {d}: active {k.active:g}, host {k.host:g}, dynamic {k.dynamic:g}"
+            for d, k in f.by_device]
     text = "\n".join([
         "# Power of a device under load (llmpara_core.metrics.energy_validation): shares of its",
-        "# idle-to-TDP range while running kernels (active, + compute x tensor-core utilisation,",
-        "# + memory x memory-streaming utilisation) and while waiting for the host (host).",
+        "# idle-to-TDP range while running kernels (active) and while waiting for the host",
+        "# (host), and the scale of its technology energies per FLOP and per byte (dynamic).",
         "# Written by scripts/fit_energy.py: fitted on the batched ML.ENERGY rows of",
         "# energy_measurements.csv (grid in llmpara_core.metrics.energy_fit). Do not edit by hand.",
         "# Median |predicted / measured - 1| of J per output token (held out = leave one device",
@@ -65,9 +65,8 @@ def main(argv=None) -> int:
         "",
         "[power]",
         f"active = {c.active:g}",
-        f"compute = {c.compute:g}",
-        f"memory = {c.memory:g}",
         f"host = {c.host:g}",
+        f"dynamic = {c.dynamic:g}",
         ""])
     print(text)
     if not args.dry_run:

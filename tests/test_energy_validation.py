@@ -25,7 +25,7 @@ M = EnergyMeasurement("X1", "llama-3.1-8b", "nvidia-h100-sxm", "BF16", 10, 100, 
 def _work(**kw) -> RowWork:
     base = dict(measurement=M, devices=2, stack="vllm", time_s=10.0, flops=2e15,
                 memory_bytes=4e12, peak_flops_per_s=1e15, bandwidth_bytes_per_s=1e12,
-                idle_w=100.0, tdp_w=700.0, host_s=4.0)
+                idle_w=100.0, tdp_w=700.0, host_s=4.0, flop_j=0.5e-12, byte_j=100e-12)
     base.update(kw)
     return RowWork(**base)
 
@@ -38,36 +38,46 @@ def fit():
 # ---- the formula ----------------------------------------------------------------------------
 
 def test_power_model_hand_derived():
-    # per device: 1e15 FLOPs at 1e15 FLOP/s = 1 s, 2e12 B at 1e12 B/s = 2 s; busy 6 s, host 4 s
-    # u_c = 1/6, u_m = 2/6; R = 600 W
-    w, c = _work(), PowerConstants(active=0.2, compute=0.6, memory=0.3, host=0.05)
+    # dynamic energy of the run: 2e15 x 0.5 pJ + 4e12 x 100 pJ = 1000 + 400 = 1400 J (both
+    # devices); per device 700 J, over a busy time of 10 - 4 = 6 s; R = 600 W
+    w, c = _work(), PowerConstants(active=0.2, host=0.05, dynamic=0.5)
     assert (w.compute_s, w.memory_s, w.busy_s) == pytest.approx((1.0, 2.0, 6.0))
     assert w.compute_utilisation == pytest.approx(1 / 6)
-    p_b = 100 + 600 * (0.2 + 0.6 / 6 + 0.3 * 2 / 6)          # 340 W
-    assert busy_power_w(w, c) == pytest.approx(340.0) == pytest.approx(p_b)
-    e = 340 * 6 + (100 + 600 * 0.05) * 4                      # 2040 + 520 J per device
-    assert device_energy_j(w, c) == pytest.approx(2560.0) == pytest.approx(e)
-    assert j_per_token(w, c) == pytest.approx(2 * 2560 / 500)   # 2 devices, 10 x 50 tokens
+    assert w.dynamic_j == pytest.approx(1400.0)
+    p_b = 100 + 600 * 0.2 + 0.5 * 700 / 6                     # 278.33 W
+    assert busy_power_w(w, c) == pytest.approx(p_b)
+    e = p_b * 6 + (100 + 600 * 0.05) * 4                      # 1670 + 520 J per device
+    assert device_energy_j(w, c) == pytest.approx(2190.0) == pytest.approx(e)
+    assert j_per_token(w, c) == pytest.approx(2 * 2190 / 500)   # 2 devices, 10 x 50 tokens
     assert run_time_s(w, c) == pytest.approx(10.0)               # below the cap: no stretch
-    assert device_power_w(w, c) == pytest.approx(256.0)
+    assert device_power_w(w, c) == pytest.approx(219.0)
 
 
 def test_the_power_cap_stretches_the_busy_time_not_the_energy():
     w = _work()
-    hot = PowerConstants(active=1.0, compute=3.0, memory=1.0)
-    # P_b = 100 + 600 x (1 + 3 / 6 + 2 / 6) = 1200 W > 700 W
-    assert busy_power_w(w, hot) == pytest.approx(1200.0)
-    assert run_time_s(w, hot) == pytest.approx(4.0 + 6.0 * 1200 / 700)
+    hot = PowerConstants(active=1.0, host=0.0, dynamic=3.0)
+    # P_b = 100 + 600 + 3 x 700 / 6 = 1050 W > 700 W
+    assert busy_power_w(w, hot) == pytest.approx(1050.0)
+    assert run_time_s(w, hot) == pytest.approx(4.0 + 6.0 * 1050 / 700)
     assert device_power_w(w, hot) <= w.tdp_w + 1e-9
     # the same energy as drawn uncapped: the work at a lower clock over a longer time
-    assert device_energy_j(w, hot) == pytest.approx(1200 * 6 + 100 * 4)
+    assert device_energy_j(w, hot) == pytest.approx(1050 * 6 + 100 * 4)
+
+
+def test_more_work_costs_more_energy_and_host_time_less_power():
+    c = PowerConstants(active=0.5, host=0.1, dynamic=1.0)
+    base = _work()
+    assert j_per_token(_work(flops=4e15), c) > j_per_token(base, c)
+    assert j_per_token(_work(memory_bytes=8e12), c) > j_per_token(base, c)
+    # the same run with more of its time waiting for the host draws less
+    assert device_power_w(_work(host_s=8.0), c) < device_power_w(base, c)
 
 
 def test_host_time_beyond_the_run_is_not_busy():
     w = _work(host_s=10.0)
     assert w.busy_s == 0 and w.compute_utilisation == 0 and w.memory_utilisation == 0
     with pytest.raises(Exception):
-        PowerConstants(active=-0.1, compute=0, memory=0)
+        PowerConstants(active=-0.1, host=0, dynamic=0)
 
 
 # ---- physics on every published row ----------------------------------------------------------
@@ -154,13 +164,15 @@ def test_batch_1_rows_are_predicted_held_out(fit):
 # ---- the CLI ---------------------------------------------------------------------------------
 
 def test_cli_energy_regime(capsys, fit):
-    assert main(["validate", "--regime", "energy", "--loo", "--format", "json"]) == 0
+    # the fit takes seconds; a generous budget keeps a loaded test machine from stopping it
+    assert main(["validate", "--regime", "energy", "--loo", "--format", "json",
+                 "--time-budget", "600"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["loo"] is True and d["criterion"]["batched_median_abs_error_max"] == 0.15
     assert d["batched_median_abs_error"] == pytest.approx(fit.batched_median)
     assert [g["n"] for g in d["groups"]] == [54, 32, 22, 6]
     assert len(d["rows"]) == 60
-    assert main(["validate", "--regime", "energy"]) == 0
+    assert main(["validate", "--regime", "energy", "--time-budget", "600"]) == 0
     out = capsys.readouterr().out
     assert "batched median |error|" in out and "E0248" in out and "criterion" in out
 

@@ -176,17 +176,19 @@ def test_ideal_rates_also_fit_on_the_smallest_batch():
 # ---- outputs: CLI and the Validation page's rows -------------------------------------------------
 
 def test_cli_json_csv_and_table(capsys):
-    assert main(["validate", "--regime", "speculative", "--format", "json"]) == 0
+    assert main(["validate", "--regime", "speculative", "--format", "json",
+                 "--time-budget", "600"]) == 0
     d = json.loads(capsys.readouterr().out)
     v = validate_sweeps()
     assert d == json.loads(json.dumps(validation_dict(v) | {"loo": False}))
     assert d["median_abs_error"] == pytest.approx(v.median_abs_error)
     assert d["passes"] is v.passes and d["criterion"]["median_abs_error_max"] == 0.10
-    assert main(["validate", "--regime", "speculative", "--format", "csv"]) == 0
+    assert main(["validate", "--regime", "speculative", "--format", "csv",
+                 "--time-budget", "600"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["role"] for r in rows][:3] == ["fit", "predicted", "predicted"]
     assert len(rows) == 19
-    assert main(["validate", "--regime", "speculative"]) == 0
+    assert main(["validate", "--regime", "speculative", "--time-budget", "600"]) == 0
     out = capsys.readouterr().out
     assert "median |error|" in out and "S0064" in out and "criterion" in out
 

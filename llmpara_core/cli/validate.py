@@ -5,6 +5,7 @@
     llmpara validate --data my_runs.csv --refit        # fit the efficiencies on it first
     llmpara validate --loo --regime batched            # leave-one-device-out, one regime
     llmpara validate --regime speculative [--loo]      # speculative speedup vs batch sweeps
+                                                       # (--loo: ~1 min; --time-budget 600)
     llmpara validate --regime energy [--loo]           # energy per output token (ML.ENERGY)
 
 Formats: ``table`` prints the error summary, the worst cases with the likely reason and the

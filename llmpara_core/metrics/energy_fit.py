@@ -1,8 +1,8 @@
-"""Fit of the power model's four constants (``energy_validation.PowerConstants``) on the
+"""Fit of the power model's three constants (``energy_validation.PowerConstants``) on the
 batched ML.ENERGY rows, and its leave-one-device-out check.
 
 The fit minimises the mean |log(predicted / measured)| J per token over the batched rows on a
-grid of the four shares (vectorised: the rows' modelled work is computed once). Leave one
+grid of the three constants (vectorised: the rows' modelled work is computed once). Leave one
 device out: every row of a device (a hardware preset, whatever the GPU count) is predicted with
 the constants fitted on the other devices' rows alone. Batch-1 rows are never fitted: they are
 predicted with the constants fitted on all batched rows, so they are held out as a whole.
@@ -19,46 +19,39 @@ from ..errors import ConfigError
 from .energy_validation import (ENERGY_TOLERANCE_MEDIAN, EnergyPrediction, PowerConstants,
                                 RowWork, energy_rows, group_of, j_per_token, median_abs)
 
-# The grid: shares of the idle-to-TDP range (running kernels; added at full tensor-core
-# utilisation; added at full memory streaming; waiting for the host).
-ACTIVE = np.round(np.arange(0.0, 1.001, 0.04), 4)
-COMPUTE = np.round(np.arange(0.0, 3.001, 0.1), 4)
-MEMORY = np.round(np.arange(0.0, 3.001, 0.1), 4)
-HOST = np.round(np.arange(0.0, 1.001, 0.04), 4)
+# The grid: shares of the idle-to-TDP range while running kernels and while waiting for the
+# host, and the scale of the devices' technology energies per FLOP and per byte.
+ACTIVE = np.round(np.arange(0.0, 1.001, 0.02), 4)
+HOST = np.round(np.arange(0.0, 1.001, 0.02), 4)
+DYNAMIC = np.round(np.arange(0.0, 3.001, 0.05), 4)
 
 
 def _arrays(rows: list[RowWork]) -> dict[str, np.ndarray]:
     f = lambda attr: np.array([getattr(w, attr) for w in rows], float)   # noqa: E731
-    return {"wc": f("compute_s"), "wm": f("memory_s"), "tb": f("busy_s"), "th": f("host_s"),
-            "idle": f("idle_w"), "tdp": f("tdp_w"), "n": f("devices"),
-            "tok": f("output_tokens"),
+    return {"tb": f("busy_s"), "th": f("host_s"), "dyn": f("dynamic_j"), "idle": f("idle_w"),
+            "tdp": f("tdp_w"), "n": f("devices"), "tok": f("output_tokens"),
             "meas": np.array([w.measurement.measured_j_per_token for w in rows], float)}
 
 
-def _loss_grid(rows: list[RowWork], host: float) -> np.ndarray:
-    """Mean |log(pred / measured)| over ``rows`` for every (active, compute, memory) at one
-    host share (``energy_validation.device_energy_j``, vectorised)."""
+def _loss_grid(rows: list[RowWork]) -> np.ndarray:
+    """Mean |log(pred / measured)| over ``rows`` for every (active, host, dynamic)
+    (``energy_validation.device_energy_j``, vectorised)."""
     a = _arrays(rows)
     r = a["tdp"] - a["idle"]
-    busy_j = (a["idle"] + r * ACTIVE[:, None, None, None]) * a["tb"] + r * (
-        COMPUTE[None, :, None, None] * a["wc"] + MEMORY[None, None, :, None] * a["wm"])
-    e = a["n"] * (busy_j + (a["idle"] + r * host) * a["th"]) / a["tok"]
+    e = (a["n"] * ((a["idle"] + r * ACTIVE[:, None, None, None]) * a["tb"]
+                   + (a["idle"] + r * HOST[None, :, None, None]) * a["th"])
+         + DYNAMIC[None, None, :, None] * a["dyn"]) / a["tok"]
     return np.abs(np.log(e / a["meas"])).mean(axis=-1)
 
 
 def fit_constants(rows: list[RowWork]) -> PowerConstants:
-    """The grid point with the smallest mean |log error| on ``rows`` (ties: the smaller
-    shares, in grid order)."""
+    """The grid point with the smallest mean |log error| on ``rows`` (ties: the first in
+    grid order, i.e. the smaller shares)."""
     if not rows:
         raise ConfigError("no batched energy rows to fit the power model on")
-    best = (math.inf, None)
-    for h in HOST:
-        loss = _loss_grid(rows, float(h))
-        i = int(np.argmin(loss))
-        if loss.flat[i] < best[0] - 1e-12:
-            best = (float(loss.flat[i]), (np.unravel_index(i, loss.shape), float(h)))
-    (i, j, k), h = best[1]
-    return PowerConstants(float(ACTIVE[i]), float(COMPUTE[j]), float(MEMORY[k]), h)
+    loss = _loss_grid(rows)
+    i, j, k = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    return PowerConstants(float(ACTIVE[i]), float(HOST[j]), float(DYNAMIC[k]))
 
 
 @dataclass(frozen=True)

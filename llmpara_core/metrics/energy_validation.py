@@ -1,27 +1,29 @@
-"""Energy per output token under load: a power model from utilisation, validated on the
-published ML.ENERGY rows (``presets/tables/energy_measurements.csv``).
+"""Energy per output token under load: a power model of busy and waiting devices, validated
+on the published ML.ENERGY rows (``presets/tables/energy_measurements.csv``).
 
 A run of time T (the model's own estimate, under the stack the row measured; tensor-parallel
 rows timed by ``parallel.shard_analyze``) splits, on each of its N devices, into *host time*
 T_h (the stack's fixed time per pass -- scheduler, sampling, host sync -- and its kernel
-launches, when no kernel runs) and *busy time* T_b = T - T_h. Each device draws
+launches, when no kernel runs) and *busy time* T_b = T - T_h. With R = TDP - P_idle:
 
-    busy:  P_b = P_idle + R (k_active + k_compute u_c + k_memory u_m),   R = TDP - P_idle
+    busy:  P_b = P_idle + R k_active + k_dynamic (e_flop F + e_byte B) / (N T_b)
     host:  P_h = P_idle + R k_host
 
-with u_c = FLOPs / (N T_b x dense tensor peak of the compute type) the tensor-core
-utilisation and u_m = bytes / (N T_b x peak bandwidth) the memory-streaming utilisation over
-the busy time. ``k_active`` is the share of the idle-to-TDP range a device running kernels draws
-whatever they do (clocks up, the SMs and caches active), ``k_compute`` and ``k_memory`` what full
-tensor-core work and full memory streaming add, ``k_host`` what a device clocked up but waiting
-for the host draws. The power cap: P_b > TDP cannot be drawn, so the clock drops until the
-device draws its TDP and the busy time stretches by P_b / TDP (the same energy over a longer
-time). Energy per output token = N (P_b T_b + P_h T_h) / (batch x generated tokens), prefill
-folded in as ML.ENERGY does.
+F and B are the run's FLOPs and memory bytes; e_flop (the compute type's energy per FLOP:
+tensor-core work) and e_byte (main memory's energy per byte: memory streaming) are the device's
+own technology constants of ``metrics.energy`` (``energy_params``: e_byte by memory technology,
+e_flop calibrated so the device draws its TDP at the ridge of its roofline), so the dynamic
+power grows with tensor-core utilisation and memory streaming at the device's own prices.
+``k_active`` is the share of the idle-to-TDP range a device running kernels draws whatever they
+do (clocks up, SMs and caches active), ``k_dynamic`` scales the technology energies,
+``k_host`` is what a device clocked up but waiting for the host draws. The power cap: P_b > TDP
+cannot be drawn, so the clock drops until the device draws its TDP and the busy time stretches
+by P_b / TDP (the same energy over a longer time). Energy per output token = N (P_b T_b +
+P_h T_h) / (batch x generated tokens), prefill folded in as ML.ENERGY does.
 
-The four constants are device-independent shares of each device's own idle-to-TDP range,
-fitted on the batched rows (``energy_fit``, ``scripts/fit_energy.py``) and stored in
-``presets/tables/energy_power.toml``; the fit's figures are leave-one-device-out.
+The three constants are device-independent, fitted on the batched rows (``energy_fit``,
+``scripts/fit_energy.py``) and stored in ``presets/tables/energy_power.toml``; the fit's
+figures are leave-one-device-out.
 """
 
 from __future__ import annotations
@@ -42,14 +44,14 @@ ENERGY_TOLERANCE_MEDIAN = 0.15      # issue 27: batched energy per token within 
 
 @dataclass(frozen=True)
 class PowerConstants:
-    """Shares of a device's idle-to-TDP power range (see the module docstring)."""
+    """Shares of a device's idle-to-TDP range (busy, host) and the scale of its technology
+    energies per FLOP and per byte (see the module docstring)."""
     active: float
-    compute: float
-    memory: float
-    host: float = 0.0
+    host: float
+    dynamic: float
 
     def __post_init__(self):
-        for k in ("active", "compute", "memory", "host"):
+        for k in ("active", "host", "dynamic"):
             require_float(f"power constant {k}", getattr(self, k), lo=0, hi=10)
 
 
@@ -57,8 +59,7 @@ class PowerConstants:
 def power_constants() -> PowerConstants:
     """The fitted constants of ``presets/tables/energy_power.toml``."""
     t = load_table("energy_power").get("power", {})
-    return PowerConstants(float(t["active"]), float(t["compute"]), float(t["memory"]),
-                          float(t["host"]))
+    return PowerConstants(float(t["active"]), float(t["host"]), float(t["dynamic"]))
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,13 @@ class RowWork:
     idle_w: float
     tdp_w: float
     host_s: float = 0.0             # the stack's per-pass fixed time (no kernel runs)
+    flop_j: float = 0.0             # the device's energy per FLOP of the compute type
+    byte_j: float = 0.0             # the device's energy per byte of main memory
+
+    @property
+    def dynamic_j(self) -> float:
+        """Technology energy of the run's FLOPs and bytes, all devices [J]."""
+        return self.flop_j * self.flops + self.byte_j * self.memory_bytes
 
     @property
     def busy_s(self) -> float:
@@ -111,15 +119,18 @@ class RowWork:
 
 
 def busy_power_w(w: RowWork, c: PowerConstants) -> float:
-    """Power one device would draw while running kernels, before the cap [W]."""
-    return w.idle_w + (w.tdp_w - w.idle_w) * (
-        c.active + c.compute * w.compute_utilisation + c.memory * w.memory_utilisation)
+    """Power one device would draw while running kernels, before the cap [W] (no busy time:
+    the busy share alone)."""
+    dyn = c.dynamic * w.dynamic_j / w.devices / w.busy_s if w.busy_s > 0 else 0.0
+    return w.idle_w + (w.tdp_w - w.idle_w) * c.active + dyn
 
 
 def device_energy_j(w: RowWork, c: PowerConstants) -> float:
     """Energy of one device over the run [J] (the cap changes the time, not the energy)."""
     host_w = w.idle_w + (w.tdp_w - w.idle_w) * c.host
-    return busy_power_w(w, c) * w.busy_s + host_w * w.host_s
+    busy_j = ((w.idle_w + (w.tdp_w - w.idle_w) * c.active) * w.busy_s
+              + c.dynamic * w.dynamic_j / w.devices)
+    return busy_j + host_w * w.host_s
 
 
 def run_time_s(w: RowWork, c: PowerConstants) -> float:
@@ -209,7 +220,7 @@ def row_work(m: EnergyMeasurement) -> RowWork:
         raise ConfigError(f"{hw.name}: the power model needs a TDP and an idle power")
     return RowWork(m, m.devices, name, time_s, flops, mem, single.peak_flops_per_s,
                    single.bandwidth_bytes_per_s, float(p.idle_w), float(hw.tdp_w),
-                   min(host_s, time_s))
+                   min(host_s, time_s), p.flop_j, p.main_j_per_byte)
 
 
 @functools.lru_cache(maxsize=4)

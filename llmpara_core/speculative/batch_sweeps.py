@@ -13,7 +13,9 @@ equals it) and predict the speedup of every other row at its own batch and gamma
 alpha; the median |predicted / measured - 1| over all predicted rows must be <= 10 %
 (``SWEEP_TOLERANCE_MEDIAN``). What carries the prediction across batches is the model's cost of
 verifying batch x (gamma + 1) tokens against decoding batch tokens (GEMMs turning compute-bound,
-MoE experts touched, KV reads, the stack's per-pass costs), since alpha is held fixed.
+MoE experts touched, KV reads, the stack's per-pass costs), since alpha is held fixed, and the
+two speculation costs of ``costs`` (fitted on the sweeps; ``fit`` holds each sweep out in turn
+for issue 27's leave-one-sweep-out figure).
 """
 
 from __future__ import annotations

@@ -152,3 +152,20 @@ def test_design_space_axes_labels_and_front_table():
     front = at.dataframe[-1].value
     first = list(front.columns)[:8]
     assert any("Energy / output token" in c for c in first), first
+
+
+def test_speculative_heat_map_reads_well():
+    """Issue 28, item 8: one precision in every cell, black or white numbers by the cell's
+    colour, and "no speedup" in the legend (not a label the curves draw over)."""
+    import json
+    import re
+    at = open_page("app_pages/speculative_page.py")
+    _clean(at, "speculative")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heat = next(f for f in figs if f["data"] and f["data"][0].get("type") == "heatmap")
+    cells = [a for a in heat["layout"]["annotations"]]
+    assert cells and all(re.fullmatch(r"\d+\.\d\d", a["text"]) for a in cells), cells[:3]
+    assert {a["font"]["color"] for a in cells} == {"#FFFFFF", "#1F1F1F"}
+    gamma = next(f for f in figs if any(t.get("name") == "optimum" for t in f["data"]))
+    assert any(t.get("name") == "no speedup (1×)" for t in gamma["data"])
+    assert not any(a.get("text") == "no speedup" for a in gamma["layout"].get("annotations", []))

@@ -169,3 +169,29 @@ def test_speculative_heat_map_reads_well():
     gamma = next(f for f in figs if any(t.get("name") == "optimum" for t in f["data"]))
     assert any(t.get("name") == "no speedup (1×)" for t in gamma["data"])
     assert not any(a.get("text") == "no speedup" for a in gamma["layout"].get("annotations", []))
+
+
+def test_readme_counts_the_measurements_the_validation_page_predicts():
+    """Issue 28, item 9: the README said 456 measurements where the page predicts 584."""
+    import re
+    from pathlib import Path
+
+    from ui.validation_data import compute
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    said = int(re.search(r"every prediction against (\d+) published measurements",
+                         readme).group(1))
+    assert said == compute(None, "Shipped", False, False)["summary"]["rows_predicted"]
+
+
+def test_percentages_never_show_minus_zero():
+    """Issue 28, item 9: Validation printed "−0.0 %" for a bias of −0.0004."""
+    from ui.format import fmt_pct
+    assert fmt_pct(-0.0004, 1) == "0.0 %" and fmt_pct(-0.0004) == "0 %"
+    assert fmt_pct(-0.02, 1) == "-2.0 %"
+    at = open_page("app_pages/validation_page.py")
+    _clean(at, "validation")
+    for df in at.dataframe:
+        for col in df.value.columns:
+            if df.value[col].dtype.kind == "f":
+                v = df.value[col].dropna()
+                assert not ((v == 0) & v.map(lambda x: str(x).startswith("-"))).any(), col

@@ -195,3 +195,13 @@ def test_percentages_never_show_minus_zero():
             if df.value[col].dtype.kind == "f":
                 v = df.value[col].dropna()
                 assert not ((v == 0) & v.map(lambda x: str(x).startswith("-"))).any(), col
+
+
+def test_operator_table_shows_the_time_before_the_byte_breakdown():
+    """Issue 28, item 9: at 1440 px the operator table cut its time columns; they now come
+    right after the operator's name, phase and category."""
+    at = open_page("app_pages/operators_page.py")
+    _clean(at, "operators")
+    order = list(at.dataframe[0].proto.column_order)
+    assert order[:5] == ["operator", "phase", "category", "estimated µs", "share of phase time"]
+    assert order[-1] == "note"

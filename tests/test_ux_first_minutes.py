@@ -204,4 +204,4 @@ def test_operator_table_shows_the_time_before_the_byte_breakdown():
     _clean(at, "operators")
     order = list(at.dataframe[0].proto.column_order)
     assert order[:5] == ["operator", "phase", "category", "estimated µs", "share of phase time"]
-    assert order[-1] == "note"
+    assert order.index("note") > order.index("params") > order.index("total MB")

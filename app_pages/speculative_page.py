@@ -366,7 +366,9 @@ def speedup_view() -> None:
     for i, a in enumerate(HEAT_ALPHAS):
         for j, g in enumerate(HEAT_GAMMAS):
             strong = abs(float(z[i][j])) / zmax > 0.45
-            fig.add_annotation(x=g, y=f"{a:g}", text=text[i][j], showarrow=False,
+            # y = the row's index: a category axis reads a number as a position ("0.5" was
+            # taken as half a row up from the first)
+            fig.add_annotation(x=g, y=i, text=text[i][j], showarrow=False,
                                font=dict(size=11, color="#FFFFFF" if strong else "#1F1F1F"))
     fig.update_layout(xaxis_title="γ", yaxis_title="α", yaxis_type="category", height=520,
                       margin=dict(l=10, r=10, t=30, b=10))

@@ -166,6 +166,8 @@ def test_speculative_heat_map_reads_well():
     cells = [a for a in heat["layout"]["annotations"]]
     assert cells and all(re.fullmatch(r"\d+\.\d\d", a["text"]) for a in cells), cells[:3]
     assert {a["font"]["color"] for a in cells} == {"#FFFFFF", "#1F1F1F"}
+    rows = len(heat["data"][0]["y"])              # each number in its own cell, every row
+    assert sorted({a["y"] for a in cells}) == list(range(rows))
     gamma = next(f for f in figs if any(t.get("name") == "optimum" for t in f["data"]))
     assert any(t.get("name") == "no speedup (1×)" for t in gamma["data"])
     assert not any(a.get("text") == "no speedup" for a in gamma["layout"].get("annotations", []))

@@ -187,8 +187,7 @@ def scatter(s: dict, x: str, y: str, objs) -> go.Figure:
             v = np.concatenate([np.asarray(cloud[key], float), np.asarray(front[key], float)])
             v = v[np.isfinite(v) & (v > 0)]
             ticks = log_ticks(float(v.min()), float(v.max())) if len(v) else []
-            extra = dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks],
-                         minor=dict(ticks="inside", showgrid=False))
+            extra = dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
         upd(title=obj_label(key), type=kind, **extra)
     fig.update_layout(height=520, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", y=1.08))

@@ -8,6 +8,7 @@ from ui import charts
 from ui.page import page_report
 from ui.format import escape_md
 from ui.tables import (category_frame, download_csv, download_json, operator_columns,
+                       operator_order,
                        operator_notes, operators_frame, raw_operators_frame, report_json,
                        styled_operators)
 from ui.url_widgets import url_multiselect, url_segmented, url_toggle
@@ -28,7 +29,7 @@ if phase != "all":
     view = view[view["phase"] == phase]
 if kinds:
     view = view[view["category"].isin(kinds)]
-st.dataframe(styled_operators(view), hide_index=True,
+st.dataframe(styled_operators(view), hide_index=True, column_order=operator_order(view.columns),
              column_config=operator_columns(charts.KIND_COLORS, view["note"]), key="ops_table")
 st.caption(f"{len(view)} of {len(df)} rows · click a column header to sort · MB = 10⁶ bytes, "
            "GFLOP = 10⁹ FLOPs · intensity tinted red where memory-bound, blue where "

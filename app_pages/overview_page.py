@@ -66,9 +66,13 @@ with right:
                           columns=["phase", "category", "share"])
     if not shares.empty:
         fig = share_bars(shares)
-        fig.update_layout(title="Where the time goes (estimated)", height=230,
-                          legend=dict(orientation="h", y=-0.35, font=dict(size=11)),
-                          margin=dict(l=10, r=10, t=35, b=10))
+        # Names on the segments that have room (a legend of a dozen kinds outgrew the chart;
+        # every segment names itself on hover)
+        for t in fig.data:
+            t.text = [t.name if x >= 12 else "" for x in t.x]
+            t.textposition, t.insidetextanchor = "inside", "middle"
+        fig.update_layout(title="Where the time goes (estimated)", height=190,
+                          showlegend=False, margin=dict(l=10, r=10, t=35, b=10))
         fig.update_xaxes(title=None, ticksuffix=" %")
         show(fig, "overview-shares", "overview-time-by-category")
 iff = "" if mem.fits else f" ({IF_IT_FIT})"

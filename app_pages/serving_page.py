@@ -59,9 +59,10 @@ def cached(key: tuple, fn, text: str):
 
 
 scn = get_scenario()
-st.title("Serving")
-st.caption(escape_md(scn.label) + " · each request: ISL = the sidebar's prompt tokens, OSL = "
-           "its generated tokens")
+with st.container(key="sv_head"):
+    st.title("Serving")
+    st.caption(escape_md(scn.label) + " · each request: ISL = the sidebar's prompt tokens, OSL = "
+               "its generated tokens")
 
 # ---- deployment -----------------------------------------------------------------------------
 clusters = cluster_slugs()
@@ -69,8 +70,10 @@ clusters = cluster_slugs()
 # (CSS order; the server cannot know the screen's width), the inputs below them.
 inputs = st.container(key="sv_inputs")
 results = st.container(key="sv_results")
-st.html(f"<style>@media (max-width: {NARROW_PX}px) {{ .st-key-sv_results, "
-        "[data-testid='stLayoutWrapper']:has(> .st-key-sv_results) { order: -1; } }</style>")
+st.html(f"<style>@media (max-width: {NARROW_PX}px) {{ "
+        ".st-key-sv_head, [data-testid='stLayoutWrapper']:has(> .st-key-sv_head) { order: -2; } "
+        ".st-key-sv_results, [data-testid='stLayoutWrapper']:has(> .st-key-sv_results) "
+        "{ order: -1; } }</style>")
 with inputs:
     c1, c2, c3 = st.columns([3, 1, 1])
 with c1:

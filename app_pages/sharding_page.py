@@ -249,8 +249,10 @@ def memory_section(report: parallel.ShardReport) -> pd.DataFrame:
                              ("activation_bytes", "activations", "#54A24B")):
         fig.add_bar(y=labels, x=mem_df[col] / BYTES_PER_GB, name=name, orientation="h",
                     marker_color=color, hovertemplate="%{x:.3g} GB<extra>" + name + "</extra>")
+    # the label beside its line, not on it
     fig.add_vline(x=hw.memory_capacity_bytes / BYTES_PER_GB, line_dash="dash",
-                  annotation_text="capacity")
+                  annotation_text=f"capacity {sig(hw.memory_capacity_bytes / BYTES_PER_GB)} GB ",
+                  annotation_position="top left", annotation_xanchor="right")
     fig.update_layout(barmode="stack", height=170 + 40 * len(labels),
                       xaxis_title="GB (10⁹ bytes) per device", margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))

@@ -300,7 +300,10 @@ def gamma_figure(curves) -> go.Figure:
                     mode="markers", name="optimum", marker=dict(symbol="diamond-open", size=14))
     fig.add_scatter(x=[int(gamma)], y=[est.speedup], mode="markers", name="this setting",
                     marker=dict(symbol="star", size=16))
-    fig.add_hline(y=1.0, line_dash="dot", annotation_text="no speedup")
+    # the 1× line is named in the legend: a label on the line was drawn over by the curves
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#8C8C8C")
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="no speedup (1×)",
+                    line=dict(dash="dot", color="#8C8C8C"))
     fig.update_layout(xaxis_title="γ (draft tokens per step)",
                       yaxis_title="speedup over plain decoding", height=420,
                       margin=dict(l=10, r=10, t=30, b=10),
@@ -351,11 +354,23 @@ def speedup_view() -> None:
     st.subheader("Speedup heat map: α × γ")
     grid = run_grid(setup)
     ticks = [0.25, 0.5, 1, 2, 4, 8]
+    z = np.log2(np.maximum(grid, 1e-6))
+    text = [[f"{v:.2f}" for v in row] for row in grid]     # one precision for every cell
     fig = go.Figure(go.Heatmap(
-        z=np.log2(np.maximum(grid, 1e-6)), x=list(HEAT_GAMMAS), y=[f"{a:g}" for a in HEAT_ALPHAS],
-        colorscale="RdBu", zmid=0.0, text=[[sig(v) for v in row] for row in grid],
+        z=z, x=list(HEAT_GAMMAS), y=[f"{a:g}" for a in HEAT_ALPHAS],
+        colorscale="RdBu", zmid=0.0, text=text,
         colorbar=dict(title="speedup", tickvals=np.log2(ticks), ticktext=[f"{t:g}×" for t in ticks]),
-        texttemplate="%{text}", hovertemplate="γ %{x}, α %{y}: %{text}×<extra></extra>"))
+        hovertemplate="γ %{x}, α %{y}: %{text}×<extra></extra>"))
+    # Each cell's number in black or white, whichever stands out on its colour (one colour for
+    # all sat low-contrast on the mid-blue cells).
+    zmax = float(np.nanmax(np.abs(z))) or 1.0
+    for i, a in enumerate(HEAT_ALPHAS):
+        for j, g in enumerate(HEAT_GAMMAS):
+            strong = abs(float(z[i][j])) / zmax > 0.45
+            # y = the row's index: a category axis reads a number as a position ("0.5" was
+            # taken as half a row up from the first)
+            fig.add_annotation(x=g, y=i, text=text[i][j], showarrow=False,
+                               font=dict(size=11, color="#FFFFFF" if strong else "#1F1F1F"))
     fig.update_layout(xaxis_title="γ", yaxis_title="α", yaxis_type="category", height=520,
                       margin=dict(l=10, r=10, t=30, b=10))
     show(fig, "speculative-heatmap")

@@ -69,7 +69,14 @@ PCT = {c: st.column_config.NumberColumn(c, format="%.1f %%") for c in (
 
 def in_percent(df: pd.DataFrame) -> pd.DataFrame:
     """The PCT columns of ``df`` from fractions to percent (display only)."""
-    return df.assign(**{c: 100 * df[c] for c in PCT if c in df.columns})
+    # rounded as shown, then + 0.0: a bias of −0.0004 printed "−0.0 %"
+    return df.assign(**{c: (100 * df[c]).round(1) + 0.0 for c in PCT if c in df.columns})
+
+
+# The group names in full ("framework: other: Qualcomm …" was cut at the column's default width).
+GROUP_COLUMNS = {"group": st.column_config.TextColumn("group", width="large"),
+                 "regime / stack or class": st.column_config.TextColumn(
+                     "regime / stack or class", width="large")}
 
 st.title("Validation")
 st.caption("Every prediction against published measurements (batch-1 and batched decode, "
@@ -191,7 +198,7 @@ def results(data: dict) -> None:
                        "Hover a point for the row.")
     st.subheader("Error by hardware class and framework")
     stats = stats_table(data["groups"], metric)
-    st.dataframe(in_percent(stats), hide_index=True, column_config=PCT,
+    st.dataframe(in_percent(stats), hide_index=True, column_config={**PCT, **GROUP_COLUMNS},
                  height=min(560, 35 * (len(stats) + 1) + 3))
     st.subheader("Error by regime and stack")
     st.caption("batch-1 = one sequence decoding; batched = decode at a running batch > 1 "
@@ -203,7 +210,8 @@ def results(data: dict) -> None:
                "token of the ML.ENERGY rows under the power model (`llmpara validate --regime "
                "energy`). `llmpara validate --regime R --loo` gives the leave-one-device-out "
                "figures (speculative: leave one sweep out).")
-    st.dataframe(in_percent(regime_table(data["groups"])), hide_index=True, column_config=PCT)
+    st.dataframe(in_percent(regime_table(data["groups"])), hide_index=True,
+                 column_config={**PCT, **GROUP_COLUMNS})
     held_out_note(data)
     worst_cases(data, metric, int(n_worst))
 

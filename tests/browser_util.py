@@ -141,8 +141,14 @@ def open_page(page, section: str, title: str, path: str, timeout_ms: int = 300_0
         page.get_by_test_id("stTopNavDropdownLink").filter(has_text=title).first.click()
     else:
         link = page.get_by_test_id("stSidebarNavLink").filter(has_text=title).first
-        if not link.is_visible():
+        shown = """() => { const s = document.querySelector('[data-testid="stSidebar"]');
+            const r = s && s.getBoundingClientRect(); return !!s && r.left >= 0 && r.width > 0; }"""
+        if not page.evaluate(shown):          # a phone: the sidebar is shut (off-screen)
             page.get_by_test_id("stExpandSidebarButton").click()
+            page.wait_for_function(shown, timeout=timeout_ms)
         link.click()
+        if page.evaluate(shown):              # shut it again, as a reader would, to see the page
+            page.get_by_test_id("stSidebarCollapseButton").click(force=True)
+            page.wait_for_function(f"() => !({shown})()", timeout=timeout_ms)
     page.wait_for_url(lambda u: urlparse(u).path == path, timeout=timeout_ms)
     settle(page, timeout_ms)

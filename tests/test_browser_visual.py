@@ -240,6 +240,15 @@ def page_problems(page, slug: str, wide: bool) -> list[str]:
     problems += [f"shows {t!r}" for t in page.evaluate(BAD_TEXT_JS)]
     problems += [f"snake_case column header {t!r}" for t in page.evaluate(SNAKE_JS)]
     problems += [f"escaped text {t!r}" for t in page.evaluate(BACKSLASH_JS)]
+    if slug == "serving" and not wide:           # a phone: the answer before the ~15 inputs
+        order = page.evaluate("""() => {
+          const top = s => { const e = document.querySelector(s);
+                             return e ? e.getBoundingClientRect().top : null; };
+          return [top('[data-testid="stMain"] [data-testid="stMetric"]'),
+                  top('.st-key-sv_inputs'), top('[data-testid="stMain"] h1')]; }""")
+        if None in order or not order[2] < order[0] < order[1]:
+            problems.append(f"on a phone the answer does not come first (title, first metric, "
+                            f"inputs at y = {order[2]}, {order[0]}, {order[1]})")
     if wide:
         problems += width_problems(page, slug)
         problems += [f"sidebar below the fold: {t}" for t in page.evaluate(FOLD_JS)]

@@ -152,3 +152,58 @@ def test_design_space_axes_labels_and_front_table():
     front = at.dataframe[-1].value
     first = list(front.columns)[:8]
     assert any("Energy / output token" in c for c in first), first
+
+
+def test_speculative_heat_map_reads_well():
+    """Issue 28, item 8: one precision in every cell, black or white numbers by the cell's
+    colour, and "no speedup" in the legend (not a label the curves draw over)."""
+    import json
+    import re
+    at = open_page("app_pages/speculative_page.py")
+    _clean(at, "speculative")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heat = next(f for f in figs if f["data"] and f["data"][0].get("type") == "heatmap")
+    cells = [a for a in heat["layout"]["annotations"]]
+    assert cells and all(re.fullmatch(r"\d+\.\d\d", a["text"]) for a in cells), cells[:3]
+    assert {a["font"]["color"] for a in cells} == {"#FFFFFF", "#1F1F1F"}
+    rows = len(heat["data"][0]["y"])              # each number in its own cell, every row
+    assert sorted({a["y"] for a in cells}) == list(range(rows))
+    gamma = next(f for f in figs if any(t.get("name") == "optimum" for t in f["data"]))
+    assert any(t.get("name") == "no speedup (1×)" for t in gamma["data"])
+    assert not any(a.get("text") == "no speedup" for a in gamma["layout"].get("annotations", []))
+
+
+def test_readme_counts_the_measurements_the_validation_page_predicts():
+    """Issue 28, item 9: the README said 456 measurements where the page predicts 584."""
+    import re
+    from pathlib import Path
+
+    from ui.validation_data import compute
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    said = int(re.search(r"every prediction against (\d+) published measurements",
+                         readme).group(1))
+    assert said == compute(None, "Shipped", False, False)["summary"]["rows_predicted"]
+
+
+def test_percentages_never_show_minus_zero():
+    """Issue 28, item 9: Validation printed "−0.0 %" for a bias of −0.0004."""
+    from ui.format import fmt_pct
+    assert fmt_pct(-0.0004, 1) == "0.0 %" and fmt_pct(-0.0004) == "0 %"
+    assert fmt_pct(-0.02, 1) == "-2.0 %"
+    at = open_page("app_pages/validation_page.py")
+    _clean(at, "validation")
+    for df in at.dataframe:
+        for col in df.value.columns:
+            if df.value[col].dtype.kind == "f":
+                v = df.value[col].dropna()
+                assert not ((v == 0) & v.map(lambda x: str(x).startswith("-"))).any(), col
+
+
+def test_operator_table_shows_the_time_before_the_byte_breakdown():
+    """Issue 28, item 9: at 1440 px the operator table cut its time columns; they now come
+    right after the operator's name, phase and category."""
+    at = open_page("app_pages/operators_page.py")
+    _clean(at, "operators")
+    order = list(at.dataframe[0].proto.column_order)
+    assert order[:5] == ["operator", "phase", "category", "estimated µs", "share of phase time"]
+    assert order.index("note") > order.index("params") > order.index("total MB")

@@ -143,7 +143,8 @@ def fmt_pct(x: float | None, digits: int = 0) -> str:
         return DASH
     if abs(x) >= 10:
         return fmt_times(x)
-    return f"{100 * x:.{digits}f} %"
+    shown = round(100 * x, digits) + 0.0        # -0.0 → 0.0: never "−0.0 %"
+    return f"{shown:.{digits}f} %"
 
 
 def fmt_times(x: float | None) -> str:

@@ -103,6 +103,21 @@ BOUND_STYLE = {"memory": "background-color: rgba(228, 87, 86, 0.18)",
 NOTE_PX_PER_CHAR, NOTE_PX_PAD, NOTE_PX_MAX = 7, 24, 560   # data-grid text at its 14 px font
 
 
+# The operator table's columns, the answer first: at 1440 px the grid shows about ten columns,
+# and the time and its share sat past the right edge behind the byte breakdown (issue 28,
+# item 9). The note (full text in the notes expander) and the counts come last.
+OPERATOR_ORDER = ("operator", "phase", "category", "estimated µs", "share of phase time",
+                  "GFLOP", "total MB", "intensity FLOP/B", "weights MB", "KV read MB",
+                  "KV write MB", "act. read MB", "act. write MB", "ideal µs", "count", "params",
+                  "note")
+
+
+def operator_order(columns) -> list[str]:
+    """``columns`` in OPERATOR_ORDER (any other column after them)."""
+    cols = list(columns)
+    return [c for c in OPERATOR_ORDER if c in cols] + [c for c in cols if c not in OPERATOR_ORDER]
+
+
 def note_width_px(notes) -> int:
     """A note column as wide as its longest note (within bounds), so no note is cut off at
     the grid's fixed "medium" width (display layout only)."""

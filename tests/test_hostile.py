@@ -980,3 +980,14 @@ def test_tiny_page_budget_stops_every_page(page, monkeypatch):
     _, errors = _shown(at)
     assert any("time budget of 0 s" in e for e in errors), errors
     assert time.perf_counter() - t0 < 30
+
+
+def test_link_axes_take_the_hardware_bounds():
+    """The Design space page's edited ranges (a link's ds_ranges) go through the same axis
+    check as a --ranges file: 1e-300 GB/s is refused, naming the axis (issue 29)."""
+    from llmpara_core.dse import space as dse_space
+    base = dse_space.find_space("quick-scan")
+    with pytest.raises(ConfigError, match=r"axis bw: 1e-300 GB/s is out of range"):
+        dse_space.space_from_axes_text("bw = [1e-300, 3350]", base)
+    with pytest.raises(ConfigError, match=r"axis tdp"):
+        dse_space.space_from_axes_text("tdp = [0, 700]", base)

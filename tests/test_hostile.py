@@ -991,3 +991,18 @@ def test_link_axes_take_the_hardware_bounds():
         dse_space.space_from_axes_text("bw = [1e-300, 3350]", base)
     with pytest.raises(ConfigError, match=r"axis tdp"):
         dse_space.space_from_axes_text("tdp = [0, 700]", base)
+
+
+def test_validation_refit_is_budgeted(monkeypatch):
+    """Issue 29: the Validation page's framework refit (~23 CPU seconds on every shipped row)
+    was not budgeted at all; under a 1 s budget it stops with the budget's message."""
+    import streamlit as st
+    from apptest_util import open_page
+    _page_budget(monkeypatch, 1.0)
+    st.cache_data.clear()
+    t0 = time.perf_counter()
+    at = open_page("app_pages/validation_page.py", v_fit="Refit on this data")
+    assert not at.exception, [e.value for e in at.exception]
+    _, errors = _shown(at)
+    assert any("time budget of 1 s" in e for e in errors), errors
+    assert time.perf_counter() - t0 < 60

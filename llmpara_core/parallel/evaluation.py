@@ -9,6 +9,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
+from ..budget import check_time_budget
 from ..analysis import OpRow, Phase, Timing, _row, _timing, analyze, integrate_decode
 from ..forward import forward_ops
 from ..hardware import Efficiency, Hardware, Topology
@@ -308,6 +309,7 @@ def shard_analyze(model: Model, hardware: Hardware, precision: Precision, worklo
     (whose ``interconnect`` describes the links). TP = PP = DP = 1 reproduces
     ``analysis.analyze`` exactly. ``efficiency`` overrides the hardware's derating (operators,
     links and the single-device baseline alike), as in ``analyze``."""
+    check_time_budget()
     if efficiency is not None:
         hardware = replace(hardware, efficiency=efficiency)
     return _shard_cached(model, hardware, precision, workload, plan)

@@ -50,7 +50,7 @@ sections: dict[str, list] = {}
 for i, (section, path, title, icon) in enumerate(PAGES):
     sections.setdefault(section, []).append(
         st.Page(path, title=title, icon=icon, default=i == 0, url_path=_url_path(title)))
-page = st.navigation(sections)
+page = st.navigation(sections, position="top")
 
 share_slot = render_sidebar()
 # Link warnings and "Copy link" are drawn before the page runs (and warnings a page adds, at

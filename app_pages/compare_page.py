@@ -153,4 +153,8 @@ log = url_toggle("Log scale", key="cmp_log", value=False,
                  help="Linear unless the values span orders of magnitude.")
 st.caption("Click a bar to pick out that scenario in every chart (shift-click for several; "
            "double-click to clear). Bars = estimated, ticks = ideal (peak rates).")
-st.vega_lite_chart(chart_data(table), compare_spec(log), key="cmp_charts")
+# The rows go inline into the spec (missing values as null, filtered per view): with data
+# attached beside the spec, the views first drew an empty dataset ("Infinite extent").
+rows = chart_data(table).astype(object).where(chart_data(table).notna(), None)
+st.vega_lite_chart({**compare_spec(log), "data": {"values": rows.to_dict("records")}},
+                   key="cmp_charts")

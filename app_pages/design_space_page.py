@@ -45,9 +45,33 @@ DESIGN_NAME = OPENED        # the opened design's honest name (ui/opened_design.
 OVERVIEW = "app_pages/overview_page.py"
 
 
-def obj_label(key: str) -> str:
+def link_label(key: str) -> str:
+    """An objective as the link format v=1 spells it (the URL-bound boxes show and write
+    this, so links keep working): 'Decode tokens/s [tokens/s] ↑'."""
     o = dse.OBJECTIVES[key]
     return f"{o.label} [{o.unit}]" + (" ↑" if o.sense == "max" else " ↓")
+
+
+def obj_label(key: str) -> str:
+    """An objective on a chart or in a table: 'Decode tokens/s ↑', 'TTFT [s] ↓' (the unit in
+    brackets unless the label names it)."""
+    o = dse.OBJECTIVES[key]
+    unit = "" if o.unit in o.label else f" [{o.unit}]"
+    return f"{o.label}{unit}" + (" ↑" if o.sense == "max" else " ↓")
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values of a log axis from ``lo`` to ``hi``: 1-2-5 in each decade over up to four
+    decades (an axis labelled only "1" and "10" for points at 0.45 … 44 said little), one per
+    decade beyond."""
+    import math
+    if not (lo > 0 and hi > 0 and math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1, 2, 5) if b - a <= 4 else (1,)
+    every = max(1, math.ceil((b - a) / 10))
+    return [m * 10.0 ** e for e in range(a, b + 1, every if steps == (1,) else 1)
+            for m in steps if lo / 1.0001 <= m * 10.0 ** e <= hi * 1.0001]
 
 
 def _preset_name(slug: str) -> str:
@@ -140,7 +164,11 @@ def scatter(s: dict, x: str, y: str, objs) -> go.Figure:
         trace = go.Scattergl if sub.n > WEBGL_ABOVE else go.Scatter
         fig.add_trace(trace(x=sub[x], y=sub[y], mode="markers", name=name, customdata=data,
                             hovertemplate=tmpl + "<extra>%{fullData.name}</extra>",
-                            marker=dict(size=size, color=color, opacity=op)))
+                            marker=dict(size=size, color=color, opacity=op),
+                            legendgroup=name, showlegend=False))
+        # the legend's dot at full strength: a faint cloud's own dot vanished on a dark theme
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 legendgroup=name, marker=dict(size=10, color=color)))
     if front.n:
         order = np.argsort(front[x], kind="stable")
         data, tmpl = _hover(front, tuple(dict.fromkeys((x, y) + tuple(objs))))
@@ -154,8 +182,14 @@ def scatter(s: dict, x: str, y: str, objs) -> go.Figure:
                             line=dict(color=FRONT_COLOR, width=1)))
     for key, upd in ((x, fig.update_xaxes), (y, fig.update_yaxes)):
         kind = _axis_type(cloud[key], front[key])
-        upd(title=obj_label(key), type=kind, **(dict(dtick=1, tickformat="~g", minor=dict(
-            ticks="inside", showgrid=False)) if kind == "log" else {}))
+        extra = {}
+        if kind == "log":
+            v = np.concatenate([np.asarray(cloud[key], float), np.asarray(front[key], float)])
+            v = v[np.isfinite(v) & (v > 0)]
+            ticks = log_ticks(float(v.min()), float(v.max())) if len(v) else []
+            extra = dict(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks],
+                         minor=dict(ticks="inside", showgrid=False))
+        upd(title=obj_label(key), type=kind, **extra)
     fig.update_layout(height=520, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", y=1.08))
     return fig
@@ -181,8 +215,9 @@ def tornado(sens: dse.Sensitivity, objective: str, low: float, high: float) -> g
         for k, lab, v in zip(keys, labels, vals):
             if v is None:
                 i = sens.pairs.index((k, m))
-                why = ", ".join(dse_physics.reason_names(sens.evaluation.reasons[i]))
-                fig.add_annotation(y=lab, x=0, text=f"× {m:g}: infeasible ({why})",
+                why = "; ".join(dse_physics.REASON_TEXT.get(n, n) for n in
+                                dse_physics.reason_names(sens.evaluation.reasons[i]))
+                fig.add_annotation(y=lab, x=0, text=f"× {m:g}: no valid design ({why})",
                                    showarrow=False, xanchor="left" if m > 1 else "right",
                                    yshift=10 if m > 1 else -10, font=dict(size=11))
     fig.update_layout(barmode="group", height=140 + 60 * max(1, len(keys)),
@@ -199,8 +234,9 @@ def front_frame(front: dse.Evaluation, objs) -> pd.DataFrame:
     rows = []
     for i in range(front.n):
         p = front.point(i)
-        row = {DESIGN_LABELS[k]: p[k] for k in DESIGN_LABELS}
-        row.update({obj_label(o): p[o] for o in dict.fromkeys((*objs, *dse.OBJECTIVES))})
+        # objectives first (J/token was off-screen at 1440 px behind the design's columns)
+        row = {obj_label(o): p[o] for o in dict.fromkeys((*objs, *dse.OBJECTIVES))}
+        row.update({DESIGN_LABELS[k]: p[k] for k in DESIGN_LABELS})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -296,7 +332,7 @@ with s5:
                            help="Grid carbon intensity of the gCO2e objective (operational "
                                 "part); 170 regions, presets/tables/grid_carbon_intensity.toml.")
 objs = url_multiselect("Pareto objectives (2-4)", list(dse.OBJECTIVES), key="ds_obj",
-                       default=dse.DEFAULT_OBJECTIVES, format_func=obj_label, max_selections=4)
+                       default=dse.DEFAULT_OBJECTIVES, format_func=link_label, max_selections=4)
 
 with st.expander("Axes of the space", expanded=False):
     edit = url_toggle("Edit the ranges", "ds_edit", False,
@@ -364,10 +400,10 @@ def summary_section(ctx, summary: dict, objs: tuple) -> None:
     x0, y0 = st.columns(2)
     with x0:
         x = url_selectbox("Chart x", list(dse.OBJECTIVES), key="ds_x", default=objs[0],
-                          format_func=obj_label)
+                          format_func=link_label)
     with y0:
         y = url_selectbox("Chart y", list(dse.OBJECTIVES), key="ds_y", default=objs[1],
-                          format_func=obj_label)
+                          format_func=link_label)
     st.session_state["_ds_front_keys"] = {
         tuple(round(float(front[c][i]), 9) for c in ("peak_tflops", "bw_gbps", "cap_gb", "tdp_w",
                                                       "price_usd")): i for i in range(front.n)}
@@ -428,7 +464,7 @@ def sensitivity_section(ctx, point: dict) -> None:
     t1, t2 = st.columns([2, 1])
     with t1:
         t_obj = url_selectbox("Objective", list(dse.OBJECTIVES), key="ds_tornado",
-                              default="tokens_per_s", format_func=obj_label)
+                              default="tokens_per_s", format_func=link_label)
     with t2:
         span = url_segmented("Multipliers", ["× 0.5 / × 2", "× 0.25 / × 4"], key="ds_span",
                              default="× 0.5 / × 2")

@@ -22,11 +22,18 @@ from llmpara_core.metrics.energy import (energy_roofline, energy_table, estimate
 from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.errors import LLMParaError
 from llmpara_core.units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ
-from ui.format import escape_md, fmt_time, sig
+from ui.format import escape_md, escape_md_keep_urls, fmt_pct, fmt_time, sig
 from ui.tables import csv_bytes
 from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import chart_config, get_scenario
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to about ``limit`` characters, cut between words (never inside an address)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "presets" / "tables" / "energy_measurements.csv"
@@ -58,7 +65,21 @@ def _compare(model, precision, workload, settings, framework):
 
 @st.cache_data(max_entries=2, show_spinner=False)
 def _validation(path: str):
-    return validate_energy(read_energy_measurements(path))
+    # the component model runs on one device; tensor-parallel rows: the power model below
+    return validate_energy([m for m in read_energy_measurements(path) if m.devices == 1])
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def _power_model_rows() -> tuple[list[dict], dict]:
+    """The power model's predictions of every ML.ENERGY row and the fit's held-out figures."""
+    from llmpara_core.metrics import energy_validation as ev
+    rows = [{"row": p.work.measurement.row_id, "group": ev.group_of(p.work),
+             "hardware": p.work.measurement.hardware_preset, "devices": p.work.devices,
+             "model": p.work.measurement.model_preset, "batch": p.work.measurement.batch,
+             "stack": p.work.stack, "measured_j_per_token": p.measured_j_per_token,
+             "predicted_j_per_token": p.predicted_j_per_token, "error": p.error}
+            for p in ev.predict_rows()]
+    return rows, ev.recorded_fit()
 
 
 def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
@@ -109,7 +130,7 @@ with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
         reset_button(["m_emb"], key="_m_emb_reset", label="Reset to the device default")
     st.caption("Device price and TDP come from the sidebar's hardware (override them there). "
                f"Defaults and sources: presets/tables/energy.toml; region data: "
-               f"{escape_md(grid_region(region).source[:160])}.")
+               f"{escape_md_keep_urls(_cut(grid_region(region).source, 160))}.")
 # (key, lo, hi) of the energy-constant boxes; the expander opens when a link sets one.
 ENERGY_BOXES = (("m_static", 0.0, 1e5), ("m_pjflop", 0.0, 1e4), ("m_pjbyte", 0.0, 1e5))
 with st.expander("Energy constants (override the device defaults)", key="_m_energy_expander",
@@ -511,6 +532,33 @@ def validation_view() -> None:
         "nothing in the energy model's power constants was fitted to these rows.")
     st.dataframe(df, hide_index=True)
     _csv_button(df, "energy_validation", "m_val_csv")
+    power_model_view()
+
+
+def power_model_view() -> None:
+    """Energy under load (issue 27): the utilisation power model on every ML.ENERGY row."""
+    st.subheader("Under load: power from utilisation, every ML.ENERGY row")
+    rows, fit = _power_model_rows()
+    pm = pd.DataFrame(rows)
+    batched = pm[pm["group"] != "batch 1"]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Batched rows, held out by device", fmt_pct(fit.get("batched"), 1),
+              help="Median |predicted / measured − 1| of J per output token, each device's "
+                   "rows predicted with power constants fitted without them "
+                   "(`llmpara validate --regime energy --loo`).")
+    c2.metric("… one GPU / tensor parallel",
+              f"{fmt_pct(fit.get('batched_1gpu'), 1)} / {fmt_pct(fit.get('batched_tp'), 1)}")
+    c3.metric("Batched rows, shipped fit", fmt_pct(batched["error"].abs().median(), 1))
+    st.caption(
+        "Each device draws its idle power plus a share of its idle-to-TDP range: while kernels "
+        "run, a share for being busy and shares growing with tensor-core utilisation and "
+        "memory streaming; while the stack's host work runs (per-pass fixed time, launches), "
+        "a small share. Above its TDP the clock drops and the busy time stretches "
+        "(`metrics/energy_validation.py`; four constants fitted on the batched rows, "
+        "`scripts/fit_energy.py`). Batch-1 rows are never fitted "
+        f"(held out {fmt_pct(fit.get('batch_1'), 1)}).")
+    st.dataframe(pm, hide_index=True)
+    _csv_button(pm, "energy_power_model", "m_pm_csv")
 
 
 {"Energy": energy_view, "Cost & carbon": cost_view, "Compare hardware": compare_view,

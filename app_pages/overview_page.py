@@ -10,7 +10,8 @@ from llmpara_core.memory import WINDOW_LIMIT
 from llmpara_core.precision import DType
 from llmpara_core.roofline import rates
 from ui.compute import cluster_result
-from ui.diagnosis import IF_IT_FIT, diagnosis, fit_warning
+from ui.charts import share_bars, show
+from ui.diagnosis import IF_IT_FIT, fit_warning, phase_line
 from ui.format import (escape_md, fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops,
                        fmt_flops_per_s, fmt_gib, fmt_int, fmt_pct, fmt_rate, fmt_time, sig)
 from ui.page import page_report
@@ -48,8 +49,28 @@ device = (f"each of the {cluster.shard.devices} devices of {hw.name}" if cluster
 warn = fit_warning(mem, device)
 if warn:
     st.warning(warn, icon=":material/warning:")
-for line in diagnosis(rep) if cluster is None else ():
-    st.info(escape_md(line[0].upper() + line[1:]) + ".", icon=":material/insights:")
+# The bound of each phase and where its time goes, side by side (on a cluster: one device of
+# the plan, communication included).
+phases = ((rep.prefill, rep.decode) if cluster is None
+          else (cluster.shard.prefill[0], cluster.shard.decode[0]))
+lines = [phase_line(p) for p, on in zip(phases, (w.prompt_len > 0, rep.decode_steps > 0)) if on]
+left, right = st.columns([3, 2])
+with left:
+    for line in lines:
+        st.info(escape_md(line[0].upper() + line[1:]) + ("" if cluster is None
+                                                          else " (per device)") + ".",
+                icon=":material/insights:")
+with right:
+    shares = pd.DataFrame([{"phase": c.phase, "category": c.kind.value, "share": c.time_share}
+                           for p in phases for c in p.by_category() if c.time_share],
+                          columns=["phase", "category", "share"])
+    if not shares.empty:
+        fig = share_bars(shares)
+        fig.update_layout(title="Where the time goes (estimated)", height=230,
+                          legend=dict(orientation="h", y=-0.35, font=dict(size=11)),
+                          margin=dict(l=10, r=10, t=35, b=10))
+        fig.update_xaxes(title=None, ticksuffix=" %")
+        show(fig, "overview-shares", "overview-time-by-category")
 iff = "" if mem.fits else f" ({IF_IT_FIT})"
 
 

@@ -17,13 +17,15 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
-from ui.format import escape_md, fmt_int, fmt_time, sig
+from ui.format import escape_md, escape_md_keep_urls, fmt_int, fmt_time, sig
 from ui.shared_results import shared
 from ui.scenario import chart_config, get_scenario
-from ui.tables import download_csv, download_json
+from ui.devices import (SIDEBAR, cluster_slugs, device_select, override_banner,
+                        same_device_clusters)
+from ui.tables import download_csv, download_json, people_table
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
-SIDEBAR = "sidebar"
+NARROW_PX = 640                     # below this viewport width the inputs fold away
 VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")
 ARRIVALS = {"poisson": "Poisson", "gamma": "Gamma (bursty)", "max-load": "Max load"}
 TRI = ("default", "on", "off")
@@ -33,9 +35,11 @@ MAX_PLOT_POINTS = 4000
 CACHE_ENTRIES = 16
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def cluster_slugs() -> list[str]:
-    return [i.slug for i in list_presets("hardware") if load_hardware(i.slug).interconnect]
+@st.cache_data(max_entries=32, show_spinner=False)
+def fitting_deployment(_options, option_key, model, precision, cfg, tokens, flash):
+    """serving.smallest_fitting over ``_options`` (cached by ``option_key``, the options'
+    slugs and the sidebar's device)."""
+    return serving.smallest_fitting(model, _options, precision, cfg, tokens, flash)
 
 
 def show(fig: go.Figure, key: str) -> None:
@@ -61,21 +65,31 @@ st.caption(escape_md(scn.label) + " · each request: ISL = the sidebar's prompt 
 
 # ---- deployment -----------------------------------------------------------------------------
 clusters = cluster_slugs()
-names = {c: load_hardware(c).name for c in clusters}
-c1, c2, c3 = st.columns([3, 1, 1])
+# The inputs, then the results; on a narrow screen (a phone) the results are shown first
+# (CSS order; the server cannot know the screen's width), the inputs below them.
+inputs = st.container(key="sv_inputs")
+results = st.container(key="sv_results")
+st.html(f"<style>@media (max-width: {NARROW_PX}px) {{ .st-key-sv_results, "
+        "[data-testid='stLayoutWrapper']:has(> .st-key-sv_results) { order: -1; } }</style>")
+with inputs:
+    c1, c2, c3 = st.columns([3, 1, 1])
 with c1:
-    choice = url_selectbox("Devices", [SIDEBAR] + clusters, key="sv_cluster", default=SIDEBAR,
-                           format_func=lambda c: "Sidebar hardware" if c == SIDEBAR else names[c],
-                           help="TP or PP > 1 needs a cluster preset (a device with links)")
+    choice = device_select(scn, "sv_cluster", "Devices", clusters, SIDEBAR,
+                           help="Follows the sidebar's hardware. TP or PP > 1 needs a device "
+                                "with links (a cluster preset).")
 with c2:
     tp = url_number("TP", "sv_tp", 1, 1024, 1, step=1, help="Tensor-parallel degree")
 with c3:
     pp = url_number("PP", "sv_pp", 1, 1024, 1, step=1, help="Pipeline stages")
 hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
 stack = scn.stack if choice == SIDEBAR else scn.stack_of(load_hardware(choice))
+with inputs:
+    override_banner(scn, hw, choice)
 
 # ---- requests -------------------------------------------------------------------------------
-cols = st.columns([2.6, 1, 1, 1, 1, 1])
+with inputs:
+    st.markdown("**Requests, engine and SLO**")
+    cols = st.columns([2.6, 1, 1, 1, 1, 1])
 with cols[0]:
     arrival = url_segmented("Arrivals", list(ARRIVALS), key="sv_arrival", default="poisson",
                             format_func=lambda k: ARRIVALS[k])
@@ -94,7 +108,7 @@ with cols[4]:
 with cols[5]:
     seed = url_number("Seed", "sv_seed", 0, 2**31 - 1, 0, step=1)
 
-with st.expander("Engine (defaults: the sidebar's inference stack)"):
+with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
     e = st.columns(4)
     with e[0]:
         max_batch = url_number("Max running requests", "sv_maxbatch", 0, 100000, 0, step=32,
@@ -118,7 +132,8 @@ with st.expander("Engine (defaults: the sidebar's inference stack)"):
                              help="share of the memory left after weights and activations; "
                                   "0 = the stack's default")
 
-s = st.columns(4)
+with inputs:
+    s = st.columns(4)
 with s[0]:
     slo_ttft = url_number("SLO TTFT (ms)", "sv_slo_ttft", 1.0, 1e7, 500.0, step=50.0, format="%g")
 with s[1]:
@@ -128,8 +143,10 @@ with s[2]:
 with s[3]:
     target = url_number("Target rate (req/s)", "sv_target", 0.0, 1e9, 0.0, step=10.0, format="%g",
                         help="Fleet size for this rate; 0 = none")
-search = url_toggle("Search the largest rate meeting the SLO", "sv_search", True)
-view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
+with inputs:
+    search = url_toggle("Search the largest rate meeting the SLO", "sv_search", True)
+with results:
+    view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
 
 try:
     cfg, cfg_source = serving.engine_config(
@@ -144,11 +161,45 @@ try:
     slo = serving.Slo(slo_ttft * S_PER_MS, slo_tpot * S_PER_MS, float(slo_pct))
     plan = ParallelPlan(tp=int(tp), pp=int(pp))
 except ConfigError as err:
-    st.error(f"Cannot simulate: {escape_md(err)}")
+    results.error(f"Cannot simulate: {escape_md(err)}")
     st.stop()
-st.caption(escape_md(f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, {cfg.max_num_tokens}-token "
-                     f"budget, chunked prefill {'on' if cfg.chunked_prefill else 'off'}, "
-                     f"{cfg.block_size}-token blocks, KV {cfg.policy}. Defaults: {cfg_source}"))
+
+
+def auto_fit():
+    """With the sidebar's device and TP = PP = 1 left as they are: if one device cannot hold
+    the model and one request's KV cache, the smallest tensor-parallel deployment of the same
+    device that can (the sidebar's own links first, then cluster presets of the device);
+    returns (hardware, stack, plan, message) or None."""
+    if choice != SIDEBAR or int(tp) != 1 or int(pp) != 1:
+        return None
+    tokens = scn.workload.prompt_len + scn.workload.gen_len
+    same = same_device_clusters(scn.hardware, clusters) if not scn.custom_hardware else []
+    options = [(SIDEBAR, scn.hardware)] + [(c, scn.on(load_hardware(c))) for c in same]
+    key = (scn.hardware, tuple(same))
+    found = fitting_deployment(options, key, scn.model, scn.precision, cfg, tokens,
+                               scn.workload.flash_attention)
+    if found is None or (found[0] == SIDEBAR and found[2].tp == 1):
+        return None
+    slug, fit_hw, fit_plan = found
+    fit_stack = stack if slug == SIDEBAR else scn.stack_of(load_hardware(slug))
+    where = (f"the sidebar's {escape_md(fit_hw.name)}" if slug == SIDEBAR
+             else f"the cluster preset {escape_md(fit_hw.name)}")
+    msg = (f"{escape_md(scn.model.name)} does not fit on one {escape_md(scn.hardware.name)} "
+           f"with one request's KV cache ({fmt_int(tokens)} tokens): this page runs it at "
+           f"**TP {fit_plan.tp}** on {where}, the smallest tensor-parallel degree that fits. "
+           "Set *TP* or *Devices* to choose another.")
+    return fit_hw, fit_stack, fit_plan, msg
+
+
+fit = auto_fit()
+if fit is not None:
+    hw, stack, plan, fit_msg = fit
+    results.info(fit_msg, icon=":material/auto_fix_high:")
+results.caption(escape_md_keep_urls(
+    f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, "
+    f"{cfg.max_num_tokens}-token budget, chunked prefill "
+    f"{'on' if cfg.chunked_prefill else 'off'}, {cfg.block_size}-token blocks, KV "
+    f"{cfg.policy}. Defaults: {cfg_source}"))
 base_key = (scn.model, hw, scn.precision, scn.workload.flash_attention, plan, spec, cfg, slo)
 
 
@@ -227,15 +278,34 @@ def over_time(res: serving.SimResult) -> pd.DataFrame:
 
 
 CAPACITY_COLUMNS = {
-    "plan": "plan (TP·PP·DP)", "gpus_per_replica": "GPUs / replica",
-    "max_rate_meeting_slo": st.column_config.NumberColumn("max rate in SLO (req/s)", format="%.3g"),
-    "saturation_rate": st.column_config.NumberColumn("saturation (req/s)", format="%.3g"),
-    "target_rate": st.column_config.NumberColumn("target (req/s)", format="%.3g"),
-    "replicas": "replicas", "gpus": "GPUs for target",
-    "usd_per_million_tokens": st.column_config.NumberColumn("$ / M output tokens",
-                                                            format="$%.3g"),
-    "j_per_token": st.column_config.NumberColumn("J / output token", format="%.3g"),
-    "avg_power_w_per_gpu": st.column_config.NumberColumn("avg power / GPU (W)", format="%.0f"),
+    "plan": ("plan (TP·PP·DP)", "text"), "gpus_per_replica": ("GPUs / replica", "int"),
+    "max_rate_meeting_slo": ("max rate in SLO (req/s)", "req_s"),
+    "saturation_rate": ("saturation (req/s)", "req_s"),
+    "target_rate": ("target (req/s)", "req_s"), "replicas": ("replicas", "int"),
+    "gpus": ("GPUs for target", "int"),
+    "replica_price_usd": ("price / replica ($)", "usd"),
+    "usd_per_million_tokens": ("$ / M output tokens", "usd"),
+    "j_per_token": ("J / output token", "j"),
+    "avg_power_w_per_gpu": ("avg power / GPU (W)", "w"),
+}
+FRONTIER_COLUMNS = {
+    "tp": ("TP", "int"), "pp": ("PP", "int"), "max_batch": ("max running requests", "int"),
+    "gpus": ("GPUs", "int"), "output_tokens_per_s_per_gpu": ("output tokens/s per GPU", "tok_s"),
+    "tpot_p50_s": ("TPOT p50 (ms)", "ms"), "ttft_p50_s": ("TTFT p50 (ms)", "ms"),
+    "on_front": ("on the frontier", "bool"), "note": ("note", "text"),
+}
+CURVE_COLUMNS = {
+    "rate": ("rate (req/s)", "req_s"), "output_tokens_per_s": ("output tokens/s", "tok_s"),
+    "requests_per_s": ("served (req/s)", "req_s"),
+    **{f"{m}_{q}_s": (f"{m.upper()} {q} (ms)", "ms")
+       for m, qs in (("ttft", ("p50", "p90", "p99")), ("tpot", ("p50", "p90", "p99")),
+                     ("e2e", ("p90",))) for q in qs},
+    "mean_running_batch": ("mean running batch", "num"), "slo_met": ("SLO met", "bool"),
+}
+SPLIT_COLUMNS = {
+    "prefill_replicas": ("prefill replicas", "int"), "decode_replicas": ("decode replicas", "int"),
+    "gpus": ("GPUs", "int"), "rate": ("rate in SLO (req/s)", "req_s"),
+    "rate_per_gpu": ("rate per GPU (req/s)", "req_s"),
 }
 
 
@@ -245,19 +315,28 @@ def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
            "max_rate_meeting_slo": None if st_.search is None else st_.search.max_rate,
            "saturation_rate": st_.saturation_requests_per_s,
            "target_rate": st_.target_rate, "replicas": st_.replicas,
-           "gpus": st_.gpus_for_target, "usd_per_million_tokens": sm.usd_per_million_tokens,
+           "gpus": st_.gpus_for_target,
+           "replica_price_usd": None if hw.price_usd is None else hw.price_usd * sm.gpus,
+           "usd_per_million_tokens": sm.usd_per_million_tokens,
            "j_per_token": sm.energy_j_per_token, "avg_power_w_per_gpu": sm.avg_power_w_per_gpu}
     if not st_.target_rate:         # no target rate asked for: no empty target columns
         row = {k: v for k, v in row.items() if k not in ("target_rate", "replicas", "gpus")}
     df = pd.DataFrame([row])
     st.subheader("Capacity and cost at this load")
-    st.dataframe(df, hide_index=True, column_config=CAPACITY_COLUMNS)
+    people_table(df, CAPACITY_COLUMNS)
     if st_.target_rate and st_.replicas:
         st.caption(f"{fmt_int(st_.replicas)} replicas × {sm.gpus} GPU(s) = "
                    f"**{fmt_int(st_.gpus_for_target)} GPUs** for {sig(st_.target_rate)} req/s "
                    f"(each replica at its {'SLO' if st_.search else 'max-load'} rate).")
     for note in sm.notes:
         st.caption("ℹ️ " + escape_md(note))
+    st.caption("A replica's price is the sum of its devices' prices (a multi-device preset is "
+               "one device plus its [interconnect], so its price_USD is one device's: README, "
+               "hardware format); "
+               + ("—: this device has no sourced price; enter one in the sidebar (*Hardware "
+                  "details* → *Edit hardware* → price) for $ / M tokens."
+                  if hw.price_usd is None else
+                  f"here {sm.gpus} × ${hw.price_usd:,.0f}."))
     return df
 
 
@@ -320,7 +399,7 @@ def latency_vs_load() -> None:
                f" req/s), {int(n_req)} requests each. Knee = the last rate whose p90 TTFT is at "
                f"most {serving.sweeps.KNEE_TTFT_FACTOR:g}× its value at the lowest rate"
                + (f": {sig(curve.knee_rate)} req/s." if curve.knee_rate else "."))
-    st.dataframe(df, hide_index=True)
+    people_table(df, CURVE_COLUMNS)
     download_csv(df, "serving-load-curve.csv", "Load curve CSV", key="dl_sv_curve")
 
 
@@ -364,7 +443,7 @@ def frontier_view() -> None:
                "deployment with both more tokens/s per GPU and a lower median TPOT.")
     for note in sorted(set(df.note) - {""}):
         st.caption("ℹ️ " + escape_md(note))
-    st.dataframe(df, hide_index=True)
+    people_table(df, FRONTIER_COLUMNS)
     download_csv(df, "serving-frontier.csv", "Frontier CSV", key="dl_sv_frontier")
 
 
@@ -406,18 +485,19 @@ def disaggregated_view() -> None:
                f"{sig(d.prefill_rate_per_replica)} req/s, one decode replica the TPOT bound "
                f"(transfer included) up to {sig(d.decode_rate_per_replica)} req/s; a split "
                f"serves the smaller of its two pools. Percentiles are judged per pool.")
-    st.dataframe(df, hide_index=True)
+    people_table(df, SPLIT_COLUMNS)
     download_csv(df, "serving-disaggregated.csv", "Splits CSV", key="dl_sv_disagg")
 
 
-try:
-    if view == VIEWS[0]:
-        at_this_load()
-    elif view == VIEWS[1]:
-        latency_vs_load()
-    elif view == VIEWS[2]:
-        frontier_view()
-    else:
-        disaggregated_view()
-except ConfigError as err:
-    st.error(f"Cannot simulate: {escape_md(err)}")
+with results:
+    try:
+        if view == VIEWS[0]:
+            at_this_load()
+        elif view == VIEWS[1]:
+            latency_vs_load()
+        elif view == VIEWS[2]:
+            frontier_view()
+        else:
+            disaggregated_view()
+    except ConfigError as err:
+        st.error(f"Cannot simulate: {escape_md(err)}")

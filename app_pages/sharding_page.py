@@ -24,7 +24,8 @@ from llmpara_core.workload import Workload
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_int, fmt_pct, fmt_rate, fmt_time, sig
 from ui.page_inputs import optional_number, optional_value, reset_button
 from ui.scenario import chart_config, get_scenario
-from ui.tables import download_csv, download_json
+from ui.devices import device_select, override_banner, same_device_clusters
+from ui.tables import download_csv, download_json, people_table
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
 SIDEBAR = "sidebar"
@@ -141,27 +142,25 @@ st.caption(escape_md(scn.label))
 
 # ---- cluster and plan -----------------------------------------------------------------------
 clusters = cluster_slugs()
+# The sidebar's hardware; if it has no links, the smallest cluster preset of the same device.
 own = scn.hardware.interconnect is not None
-default_cluster = SIDEBAR if own else next(
-    (c for c in clusters if "8x-nvidia-h100" in c), clusters[0] if clusters else SIDEBAR)
-names = {c: load_hardware(c).name for c in clusters}
+default_cluster = SIDEBAR if own or scn.custom_hardware else next(
+    iter(same_device_clusters(scn.hardware, clusters)), SIDEBAR)
 c1, c2 = st.columns([3, 2])
 with c1:
-    choice = url_selectbox(
-        "Devices and links", [SIDEBAR] + clusters, key="sh_cluster", default=default_cluster,
-        format_func=lambda c: "Sidebar hardware" if c == SIDEBAR else names[c],
-        help="A cluster preset is one device plus an [interconnect] section (link bandwidth "
-             "per device and direction, latency, topology, device count). Sidebar overrides "
-             "apply only to the sidebar hardware.")
+    choice = device_select(
+        scn, "sh_cluster", "Devices and links", clusters, default_cluster,
+        help="Follows the sidebar's hardware (a cluster of the same device if the sidebar's "
+             "has no links). A cluster preset is one device plus an [interconnect] section "
+             "(link bandwidth per device and direction, latency, topology, device count). "
+             "Sidebar overrides apply only to the sidebar hardware.")
 hw = scn.hardware if choice == SIDEBAR else scn.on(load_hardware(choice))
 hw = edit_links(hw)
 ic = hw.interconnect
+override_banner(scn, hw, choice)
 with c2:
     if choice == SIDEBAR:
         st.caption(f"Sidebar hardware: {escape_md(hw.name)}")
-    elif device_specs(hw) != device_specs(scn.hardware):
-        st.caption(f"The cluster's devices ({escape_md(hw.name)}) replace the sidebar's "
-                   f"{escape_md(scn.hardware.name)} on this page.")
     if ic is None:
         st.warning(f"{escape_md(hw.name)} has no interconnect: only data parallelism (separate "
                    "replicas) is possible. Pick a cluster preset for TP, PP or EP.")
@@ -404,15 +403,25 @@ def scaling_view() -> None:
         show(efficiency_figure(ok), "sharding-efficiency")
     for _, row in df[df.speedup.isna()].iterrows():
         st.caption(f"{row.devices} devices: {escape_md(row.note)}")
-    st.dataframe(df.assign(tpot=df.tpot_s.map(fmt_time), ttft=df.ttft_s.map(fmt_time),
-                           aggregate=df.throughput_tokens_per_s.map(fmt_rate),
-                           speedup_x=df.speedup.map(lambda v: f"{sig(v)}×"),
-                           eff=df.efficiency.map(fmt_pct),
-                           comm=df.communication_share.map(lambda v: fmt_pct(v, 1)))[
-        ["devices", "plan", "tpot", "ttft", "aggregate", "speedup_x", "eff", "comm", "fits",
-         "note"]].rename(columns={"speedup_x": "speedup", "eff": "efficiency",
-                                  "comm": "communication share"}), hide_index=True)
+    people_table(df, SCALING_COLUMNS)
     download_csv(df, f"sharding-scaling-{strategy}.csv", "Scaling CSV", key="dl_sh_scaling")
+
+
+SCALING_COLUMNS = {
+    "devices": ("devices", "int"), "plan": ("plan", "text"), "tpot_s": ("TPOT (ms)", "ms"),
+    "ttft_s": ("TTFT (ms)", "ms"), "throughput_tokens_per_s": ("aggregate tokens/s", "tok_s"),
+    "speedup": ("speedup (×)", "x"), "efficiency": ("parallel efficiency (%)", "pct"),
+    "communication_share": ("communication (% of time)", "pct"), "fits": ("fits", "bool"),
+    "note": ("note", "text"),
+}
+PLAN_COLUMNS = {
+    "plan": ("plan", "text"), "devices": ("devices", "int"), "batch": ("batch", "int"),
+    "tpot_s": ("TPOT (ms)", "ms"), "ttft_s": ("TTFT (ms)", "ms"),
+    "throughput_per_device": ("tokens/s per device", "tok_s"),
+    "memory_bytes_per_device": ("memory per device (GB)", "gb"),
+    "communication_share": ("communication (% of time)", "pct"),
+    "parallel_efficiency": ("parallel efficiency (%)", "pct"),
+}
 
 
 def best_plan_view() -> None:
@@ -450,11 +459,7 @@ def best_plan_view() -> None:
                         "memory_bytes_per_device": c.memory_per_device_bytes,
                         "communication_share": c.communication_share,
                         "parallel_efficiency": c.parallel_efficiency} for c in found])
-    st.dataframe(df.head(25).assign(
-        tpot=df.tpot_s.map(fmt_time), per_device=df.throughput_per_device.map(fmt_rate),
-        memory=df.memory_bytes_per_device.map(fmt_gb))[
-        ["plan", "devices", "batch", "tpot", "per_device", "memory", "communication_share",
-         "parallel_efficiency"]], hide_index=True)
+    people_table(df.head(25), PLAN_COLUMNS)
     st.caption(f"{len(found)} plans fit (power-of-two degrees and the full cluster; EP options "
                "for MoE). Ties: fewer devices first for TPOT, lower TPOT for throughput.")
     download_csv(df, f"sharding-best-{objective}.csv", "Plans CSV", key="dl_sh_best")

@@ -28,7 +28,8 @@ from ui.scenario import (chart_config, get_scenario, hardware_label, hardware_op
 from ui.tables import download_csv, download_json
 from ui.url_widgets import register_link_param, url_number, url_segmented, url_selectbox
 
-HEADS = {"eagle": "Self-drafting head · EAGLE-style", "mtp": "Self-drafting head · DeepSeek MTP",
+HEADS = {"eagle": "Self-drafting head · EAGLE-style", "eagle3": "Self-drafting head · EAGLE-3",
+         "mtp": "Self-drafting head · DeepSeek MTP",
          "medusa": "Self-drafting head · Medusa", "ngram": "No network · n-gram lookup"}
 SAME = "same"
 SIDEBAR_TARGET = "sidebar"
@@ -148,7 +149,7 @@ with c3:
                         help="Another device runs the draft; draft and verification still "
                              "alternate (no pipelining), each on its own memory.")
 head_m, head_layers, head_size_note = 0.0, 1, None
-if choice in ("eagle", "mtp"):
+if choice in ("eagle", "eagle3", "mtp"):
     h1, h2, _ = st.columns([2, 1, 5])
     with h1:
         head_m = url_number("Head size (M parameters)", "sp_head_m", 0.0, 100000.0, 0.0,
@@ -182,7 +183,7 @@ view = url_segmented("View", VIEWS, key="sp_view", default=VIEWS[0])
 def build_setup() -> spx.Setup:
     dp = None if dprec == SAME or choice == "ngram" else precision_preset(dprec)
     dh = None if dhw == SAME or choice == "ngram" else scn.on(load_hardware(dhw))
-    if choice in ("eagle", "mtp"):
+    if choice in ("eagle", "eagle3", "mtp"):
         draft = spx.head_draft(target, choice, float(head_m) * 1e6 if head_m else None,
                                int(head_layers), precision=dp, hardware=dh)
     elif choice == "medusa":

@@ -199,10 +199,30 @@ def results(data: dict) -> None:
                "a static batch's output tokens/s (TensorRT-LLM); prefill = prompt tokens/s and "
                "TTFT; speculative = speculative-decoding speedup on published batch sweeps, the "
                "acceptance fitted on each sweep's smallest batch and the other batches "
-               "predicted (`llmpara validate --regime speculative`). `llmpara validate "
-               "--regime R --loo` gives the leave-one-device-out figures.")
+               "predicted (`llmpara validate --regime speculative`); energy = J per output "
+               "token of the ML.ENERGY rows under the power model (`llmpara validate --regime "
+               "energy`). `llmpara validate --regime R --loo` gives the leave-one-device-out "
+               "figures (speculative: leave one sweep out).")
     st.dataframe(in_percent(regime_table(data["groups"])), hide_index=True, column_config=PCT)
+    held_out_note(data)
     worst_cases(data, metric, int(n_worst))
+
+
+def held_out_note(data: dict) -> None:
+    """The energy and speculative fits' held-out figures (written by their fit scripts)."""
+    e, sp = data.get("loo_energy") or {}, data.get("loo_speculative") or {}
+    parts = []
+    if e.get("batched") is not None:
+        parts.append(f"energy per token, batched rows held out by device: "
+                     f"{fmt_pct(e['batched'], 1)} over {e.get('rows_batched', '?')} rows (one GPU "
+                     f"{fmt_pct(e.get('batched_1gpu'), 1)}, tensor parallel "
+                     f"{fmt_pct(e.get('batched_tp'), 1)}; batch 1, never fitted: "
+                     f"{fmt_pct(e.get('batch_1'), 1)})")
+    if sp.get("held_out") is not None:
+        parts.append(f"speculative speedup, each sweep held out: {fmt_pct(sp['held_out'], 1)} over "
+                     f"{sp.get('rows', '?')} rows of {sp.get('sweeps', '?')} sweeps")
+    if parts:
+        st.caption("Held out (median |error|): " + "; ".join(parts) + ".")
 
 
 def method(data: dict) -> None:

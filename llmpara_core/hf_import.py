@@ -227,10 +227,12 @@ class _Cfg:
 
 # ---- public entry point -----------------------------------------------------------------------
 
-def from_hf_config(config: dict | str | bytes, name: str | None = None) -> Model:
+def from_hf_config(config: dict | str | bytes, name: str | None = None,
+                   fallback_name: str | None = None) -> Model:
     """Build a :class:`Model` from a Hugging Face ``config.json`` (parsed dict or JSON text).
 
-    ``name`` overrides the display name (default: ``_name_or_path``, else the architecture).
+    ``name`` overrides the display name (default: ``_name_or_path``, else ``fallback_name``,
+    else the architecture).
     Unknown architectures with the standard fields are imported as Llama-style decoders and
     say so in ``Model.warnings``. Any malformed input raises :class:`ConfigError`.
     """
@@ -238,7 +240,7 @@ def from_hf_config(config: dict | str | bytes, name: str | None = None) -> Model
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise ConfigError(f"name must be a non-empty string, got {_show(name)}")
     try:
-        return _convert(data, name)
+        return _convert(data, name, fallback_name)
     except ConfigError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError,
@@ -282,7 +284,7 @@ def _family(arch: str, model_type: str | None, warnings: list[str]) -> str:
     return "generic"
 
 
-def _convert(data: dict, name: str | None) -> Model:
+def _convert(data: dict, name: str | None, fallback_name: str | None = None) -> Model:
     warnings: list[str] = []
     arch = _architecture(data)
     model_type = data.get("model_type")
@@ -304,7 +306,7 @@ def _convert(data: dict, name: str | None) -> Model:
     fam = _FAMILIES[fam_key]
     cfg = _Cfg(data, fam.defaults)
     label = arch or model_type or ""
-    model_name = name or _default_name(cfg, label or fam.label)
+    model_name = name or _default_name(cfg, fallback_name or label or fam.label)
     if fam_key == "gpt2":
         return _gpt2(cfg, model_name, label or "GPT2LMHeadModel", warnings)
     return _decoder(cfg, fam_key, fam, model_name, label, warnings)

@@ -125,7 +125,11 @@ def load_model(name_or_path: str) -> Model:
         if path.suffix == ".toml":
             return model_from_preset_dict(_read_toml(path), path.name)
         text = read_limited(path, "config.json")
-        return from_hf_config(text, name=path.parent.name or path.stem)
+        # the config's own name (_name_or_path), else the file's: its stem, or for a file
+        # called config.json (a checkpoint folder) the folder's name
+        fallback = (path.resolve().parent.name if path.name == "config.json" else "") \
+            or path.stem
+        return from_hf_config(text, fallback_name=fallback)
     return _load_model_preset(find_preset("models", s).slug)
 
 

@@ -78,3 +78,71 @@ def wait_idle(page, timeout_ms: int = 90_000) -> None:
     """Wait until the script has run and stopped (a rerun may start right after a widget
     change, so the 'running' state is awaited briefly first)."""
     page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+# What a reader sees as "done": the script stopped, no grey skeleton, no "Running…" status, no
+# faded element left from the previous run, a page title drawn and every visible Plotly chart
+# drawn — and all of that on several polls in a row (a rerun can start right after one ends).
+SETTLED_JS = r"""
+() => {
+  const ok = (() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"], ' +
+        '[data-testid="stSkeletonElement"]')) return false;
+    if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], ' +
+        '[data-testid="stStatusWidgetRunningManIcon"]')) return false;
+    const sw = document.querySelector('[data-testid="stStatusWidget"]');
+    if (sw && /Running/i.test(sw.innerText || '')) return false;
+    if (document.querySelector('[data-stale="true"]')) return false;
+    if (!document.querySelector('[data-testid="stMain"] h1')) return false;
+    for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]'))
+      if (c.offsetParent !== null && !c.querySelector('.main-svg')) return false;
+    return true;
+  })();
+  window.__settled = ok ? (window.__settled || 0) + 1 : 0;
+  return window.__settled >= 3;
+}
+"""
+
+
+def settle(page, timeout_ms: int = 300_000) -> None:
+    """Wait for the state a reader sees as finished (``SETTLED_JS``), polling every 200 ms;
+    raises (the test fails) if it is not reached within ``timeout_ms``. The timeout is a
+    ceiling for a saturated shared machine, not a pause: a quiet machine settles in ~1 s."""
+    page.evaluate("() => { window.__settled = 0; }")
+    page.wait_for_function(SETTLED_JS, polling=200, timeout=timeout_ms)
+
+
+def app_pages() -> list[tuple[str, str, str]]:
+    """(section, title, URL path) of every page in the entrypoint's navigation, read from
+    ``streamlit_app.py``'s PAGES (as text: importing it runs Streamlit)."""
+    import re
+    text = (ROOT / "streamlit_app.py").read_text()
+    rows = re.findall(r'\("([^"]+)", "app_pages/[a-z0-9_]+\.py", "([^"]+)"', text)
+    out = []
+    for i, (section, title) in enumerate(rows):
+        slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+        out.append((section, title, "/" if i == 0 else f"/{slug}"))
+    return out
+
+
+def open_page(page, section: str, title: str, path: str, timeout_ms: int = 300_000) -> None:
+    """In-app navigation, as a reader does it (the scenario stays in the URL): the top bar's
+    section menu (wide screens) or the sidebar's list (narrow screens: the sidebar is opened
+    first); then waits until the page has settled."""
+    from urllib.parse import urlparse
+    direct = page.get_by_test_id("stTopNavLink").filter(has_text=title)
+    top = page.get_by_test_id("stTopNavSection").filter(has_text=section)
+    if direct.count() and direct.first.is_visible():
+        direct.first.click()
+    elif top.count() and top.first.is_visible():
+        top.first.click()
+        page.get_by_test_id("stTopNavDropdownLink").filter(has_text=title).first.click()
+    else:
+        link = page.get_by_test_id("stSidebarNavLink").filter(has_text=title).first
+        if not link.is_visible():
+            page.get_by_test_id("stExpandSidebarButton").click()
+        link.click()
+    page.wait_for_url(lambda u: urlparse(u).path == path, timeout=timeout_ms)
+    settle(page, timeout_ms)

@@ -1,8 +1,13 @@
-"""The dashboard as a reader sees it: every page in the navigation (found in the sidebar, so new
-pages are covered without editing this file), light and dark, at 1440 px, with the default
-scenario and with one shared link, in a real headless Chromium against one `streamlit run`.
+"""The dashboard as a reader sees it: every page in the navigation (read from the entrypoint's
+PAGES, so new pages are covered without editing this file), light and dark, at 1440×900 and
+390×844, with the default scenario and with one shared link, in a real headless Chromium
+against one `streamlit run`. Every check waits until the page has settled as a reader sees it
+(browser_util.settle: script stopped, no skeleton, no "Running" status, charts drawn; a
+timeout fails the test) — never for a fixed time.
 
-On every page: no exception; every Plotly chart's log axes span at most 12 decades, no axis
+On every page: no exception; no snake_case column header; no markdown escape (a backslash
+before punctuation) in rendered text; at 1440×900 the sidebar's Model and Hardware boxes in the
+first screen; every Plotly chart's log axes span at most 12 decades, no axis
 carries more than 30 tick labels, horizontal tick labels do not overlap and no legend scrolls;
 no metric value or label is cut off (scrollWidth > clientWidth); the Compare page's charts span at
 least 90 % of the content width; no table cell or metric shows
@@ -18,7 +23,8 @@ import time
 from urllib.parse import urlencode, urlparse
 
 import pytest
-from browser_util import CHROMIUM, IDLE, OUT, chromium, streamlit_server
+from browser_util import (CHROMIUM, OUT, app_pages, chromium, open_page, settle,
+                          streamlit_server)
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +34,7 @@ if CHROMIUM is None:
 pytest.importorskip("playwright.sync_api")
 
 SHOTS = OUT / "visual"
-WIDTH, HEIGHT = 1440, 1000
+WIDTH, HEIGHT = 1440, 900
 MAX_DECADES = 12
 MAX_TICKS = 30
 LINK = {"v": "1", "model": "mixtral-8x7b", "hardware": "nvidia-a100-sxm-80gb", "prec": "W4A16",
@@ -173,50 +179,83 @@ def chart_problems(page) -> list[str]:
     return problems
 
 
-def nav_pages(page) -> list[tuple[str, str]]:
-    """(title, path) of every page in the sidebar navigation."""
-    links = page.get_by_test_id("stSidebarNavLink")
-    out = []
-    for i in range(links.count()):
-        link = links.nth(i)
-        title = link.inner_text().strip().splitlines()[-1].strip()   # after the icon's name
-        out.append((title, urlparse(link.get_attribute("href")).path))
-    return out
+# Column headers still spelled as code (``tpot_p50_s``): data grids' header cells and
+# st.table headers.
+SNAKE_JS = r"""
+() => {
+  const sel = '[data-testid="stDataFrame"] th, [data-testid="stTable"] th, ' +
+              '[data-testid="stDataFrameResizable"] [role="columnheader"]';
+  return Array.from(new Set(Array.from(document.querySelectorAll(sel))
+    .map(e => (e.textContent || '').trim())
+    .filter(t => /^[a-z0-9]+(_[a-z0-9]+)+$/.test(t))));
+}
+"""
+
+# Markdown escapes that reached the reader (``nvidia\.github\.io``): a backslash before
+# punctuation in the rendered text of the page and the sidebar (code blocks and inputs, which
+# show text verbatim, are left out).
+BACKSLASH_JS = r"""
+() => {
+  const out = [];
+  for (const root of document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    let n;
+    while ((n = walk.nextNode())) {
+      const p = n.parentElement;
+      if (!p || p.closest('pre, code, textarea, input, [data-testid="stCode"]')) continue;
+      const m = (n.textContent || '').match(/.{0,30}\\[!-\/:-@\[-`{-~].{0,30}/);
+      if (m) out.push(m[0]);
+    }
+  }
+  return Array.from(new Set(out)).slice(0, 10);
+}
+"""
+
+# The sidebar's model and hardware boxes: in the first screen, without scrolling.
+FOLD_JS = r"""
+() => {
+  const side = document.querySelector('[data-testid="stSidebar"]');
+  if (!side) return ['no sidebar'];
+  const out = [];
+  for (const want of ['Model', 'Hardware']) {
+    const box = Array.from(side.querySelectorAll('[data-testid="stSelectbox"]')).find(
+      b => ((b.querySelector('label') || {}).innerText || '').trim() === want);
+    if (!box) { out.push(want + ': no select box'); continue; }
+    const r = box.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight || r.width === 0)
+      out.push(`${want}: at y ${Math.round(r.top)}-${Math.round(r.bottom)} of ${window.innerHeight}`);
+  }
+  return out;
+}
+"""
 
 
-def shoot(page, path) -> None:
+def page_problems(page, slug: str, wide: bool) -> list[str]:
+    """Every check of one settled page; ``wide``: the 1440 px layout (sidebar open)."""
+    problems = []
+    if page.get_by_test_id("stException").count():
+        problems.append(f"exception {page.get_by_test_id('stException').first.inner_text()[:300]}")
+    problems += chart_problems(page)
+    problems += [f"cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
+    problems += [f"shows {t!r}" for t in page.evaluate(BAD_TEXT_JS)]
+    problems += [f"snake_case column header {t!r}" for t in page.evaluate(SNAKE_JS)]
+    problems += [f"escaped text {t!r}" for t in page.evaluate(BACKSLASH_JS)]
+    if wide:
+        problems += width_problems(page, slug)
+        problems += [f"sidebar below the fold: {t}" for t in page.evaluate(FOLD_JS)]
+    return problems
+
+
+def shoot(page, path, width: int, height: int) -> None:
     """A screenshot of the whole page: Streamlit scrolls inside its own container, so the
     viewport is stretched to the content's height (at most 7000 px) for the picture."""
-    height = page.evaluate("""() => Math.max(...Array.from(document.querySelectorAll(
+    full = page.evaluate("""() => Math.max(...Array.from(document.querySelectorAll(
         '[data-testid="stMain"], [data-testid="stAppViewContainer"], section, div'))
         .map(e => e.scrollHeight || 0).filter(h => h < 20000))""")
-    page.set_viewport_size({"width": WIDTH, "height": int(min(max(height, HEIGHT), 7000))})
-    page.wait_for_timeout(250)
+    page.set_viewport_size({"width": width, "height": int(min(max(full, height), 7000))})
+    page.wait_for_timeout(250)            # a resize redraws the charts (layout, not the script)
     page.screenshot(path=str(path))
-    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
-
-
-def open_from_nav(page, title: str, path: str) -> None:
-    page.get_by_test_id("stSidebarNavLink").filter(has_text=title).first.click()
-    page.wait_for_url(lambda u: urlparse(u).path == path, timeout=60_000)
-    try:
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="running"]',
-                               timeout=2_000)
-    except Exception:                      # the run may already be over
-        pass
-    settle(page)
-
-
-def settle(page, timeout_ms: int = 120_000) -> None:
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
-    page.wait_for_timeout(300)            # charts draw after the script stops
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
-
-
-def goto(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_selector('[data-testid="stSidebarNavLink"]', timeout=120_000)
-    settle(page)
+    page.set_viewport_size({"width": width, "height": height})
 
 
 @pytest.fixture(scope="module")
@@ -231,38 +270,41 @@ def browser():
         yield b
 
 
-def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[str]:
-    """Open every navigation page with ``query`` in ``theme``; returns the problems found."""
-    ctx = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, color_scheme=theme)
+def _visit_all(browser, base: str, query: dict, theme: str, tag: str,
+               size: tuple[int, int], whole: bool) -> list[str]:
+    """Open every navigation page with ``query`` in ``theme`` at ``size`` (one browser session,
+    in-app navigation); returns the problems found."""
+    width, height = size
+    ctx = browser.new_context(viewport={"width": width, "height": height}, color_scheme=theme)
     foreign: list[str] = []
     ctx.on("request", lambda r: foreign.append(r.url) if urlparse(r.url).scheme in (
         "http", "https", "ws", "wss") and urlparse(r.url).hostname not in LOCAL_HOSTS else None)
     page = ctx.new_page()
+    console: list[str] = []            # chart libraries' warnings about the data they got
+    page.on("console", lambda m: console.append(m.text) if "Infinite extent" in m.text
+            else None)
     problems: list[str] = []
     qs = ("?" + urlencode(query)) if query else ""
-    goto(page, f"{base}/{qs}")
-    pages = nav_pages(page)
+    pages = app_pages()
     assert len(pages) >= 5, pages
     only = os.environ.get("VISUAL_PAGES")          # development: VISUAL_PAGES=overview,memory
     if only:
-        pages = [p for p in pages if (p[1].strip("/") or "overview") in only.split(",")]
-    for i, (title, path) in enumerate(pages):
+        pages = [p for p in pages if (p[2].strip("/") or "overview") in only.split(",")]
+    for i, (section, title, path) in enumerate(pages):
         if i == 0:
-            goto(page, f"{base}{path}{qs}")
+            page.goto(f"{base}{path}{qs}")
+            settle(page)
         else:          # in-app navigation, as a reader would (the scenario stays in the URL)
-            open_from_nav(page, title, path)
-        where = f"[{tag} {theme}] {title}"
-        if page.get_by_test_id("stException").count():
-            problems.append(f"{where}: exception "
-                            f"{page.get_by_test_id('stException').first.inner_text()[:300]}")
-        problems += [f"{where}: {p}" for p in chart_problems(page)]
-        problems += [f"{where}: cut off: {t!r}" for t in page.evaluate(CLIPPED_JS)]
-        problems += [f"{where}: shows {t!r}" for t in page.evaluate(BAD_TEXT_JS)]
+            open_page(page, section, title, path)
         slug = path.strip("/") or "overview"
-        problems += [f"{where}: {p}" for p in width_problems(page, slug)]
-        shot = SHOTS / f"{slug}-{tag}-{theme}.png"
-        if tag == "default":
-            shoot(page, shot)             # the whole page
+        where = f"[{tag} {theme} {width}x{height}] {title}"
+        problems += [f"{where}: {p}" for p in page_problems(page, slug, width >= 1000)]
+        if slug not in KNOWN_CONSOLE:
+            problems += [f"{where}: console: {m}" for m in sorted(set(console))]
+        console.clear()
+        shot = SHOTS / f"{slug}-{tag}-{theme}-{width}.png"
+        if whole:
+            shoot(page, shot, width, height)
         else:
             page.screenshot(path=str(shot))   # the first screen (keeps the run short)
     problems += [f"[{tag} {theme}] request to another host: {u}" for u in sorted(set(foreign))]
@@ -270,11 +312,23 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str) -> list[st
     return problems
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_every_page_reads_well(app_url, browser, theme):
+# Open: the Compare page's Vega-Lite charts still log "Infinite extent" for every field on
+# their first draw, with finite values filtered per view and the data inline (issue 28, item
+# 12 is not solved); every other page fails on such a warning.
+KNOWN_CONSOLE = {"compare"}
+
+# Both themes at both sizes, the default scenario and a shared link each twice: four browser
+# sessions of one visit per page (the suite's wall time grows with the visits, not the checks).
+RUNS = [("light", "default", (1440, 900), True), ("dark", "link", (1440, 900), False),
+        ("light", "link", (390, 844), False), ("dark", "default", (390, 844), True)]
+
+
+@pytest.mark.parametrize("theme,tag,size,whole", RUNS,
+                         ids=[f"{t}-{g}-{s[0]}" for t, g, s, _ in RUNS])
+def test_every_page_reads_well(app_url, browser, theme, tag, size, whole):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    problems = _visit_all(browser, app_url, {}, theme, "default")
-    problems += _visit_all(browser, app_url, LINK, theme, "link")
+    problems = _visit_all(browser, app_url, LINK if tag == "link" else {}, theme, tag, size,
+                          whole)
     assert not problems, "\n".join(problems)
 
 
@@ -302,28 +356,29 @@ DONE_JS = r"""
 """
 
 
-def test_idle_after_a_widget_change(app_url, browser):
-    """Per page: seconds from changing the sidebar batch to the script idle again (the larger
-    of 2 changes, from the page's own state transitions; written to idle_times.json; the bound
-    is loose because this machine is shared)."""
+def test_every_page_settles_after_a_widget_change(app_url, browser):
+    """Per page: a sidebar change (the batch) reruns the page (a running → not-running
+    transition is seen) and the page settles again with no exception. The seconds it took go
+    to idle_times.json for reading; wall-time figures come from benchmarks/bench_pages.py
+    --browser (median of runs), not from a bound here: this machine is shared."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     ctx = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
     page = ctx.new_page()
-    goto(page, app_url + "/")
-    times = {}
-    for i, (title, path) in enumerate(nav_pages(page)):
+    page.goto(app_url + "/")
+    settle(page)
+    times, problems = {}, []
+    for i, (section, title, path) in enumerate(app_pages()):
         if i:
-            open_from_nav(page, title, path)
-        runs = []
-        for batch in ("3", "2"):
-            box = page.get_by_test_id("stSidebar").get_by_label("Batch", exact=True)
-            box.fill(batch)
-            page.evaluate(WATCH_JS)
-            box.press("Enter")
-            page.wait_for_function(DONE_JS, timeout=120_000)
-            runs.append(page.evaluate(DONE_JS))
-            settle(page)
-        times[title] = max(runs)
+            open_page(page, section, title, path)
+        box = page.get_by_test_id("stSidebar").get_by_label("Batch", exact=True)
+        box.fill(str(2 + i % 2))
+        page.evaluate(WATCH_JS)
+        box.press("Enter")
+        page.wait_for_function(DONE_JS, timeout=300_000)
+        times[title] = page.evaluate(DONE_JS)
+        settle(page)
+        if page.get_by_test_id("stException").count():
+            problems.append(f"{title}: exception after the change")
     ctx.close()
     (SHOTS / "idle_times.json").write_text(json.dumps(times, indent=2))
-    assert all(t < 30 for t in times.values()), times
+    assert not problems and len(times) == len(app_pages()), (problems, times)

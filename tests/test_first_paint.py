@@ -79,7 +79,7 @@ new MutationObserver(() => {
 
 LINK = {"model": "llama-3-8b", "batch": "7", "prompt": "4096", "gen": "100", "kvbits": "8",
         "a_layers": "12", "bw": "1234"}
-FIRST_SHOWN = {"Batch": "7", "Prompt": "4096", "Generate": "100", "KV bits": "8",
+FIRST_SHOWN = {"Batch": "7", "Prompt": "4096", "Output": "100", "KV bits": "8",
                "Layers": "12", "Memory bandwidth (GB/s)": "1234"}
 
 
@@ -235,7 +235,7 @@ def test_an_optional_box_in_a_collapsed_expander_shows_and_clears(server):
               '[data-testid="stMetricValue"]')
     try:
         main = p.get_by_test_id("stMain")
-        _enter(p, p.get_by_test_id("stSidebar").get_by_label("Generate", exact=True), "64",
+        _enter(p, p.get_by_test_id("stSidebar").get_by_label("Output", exact=True), "64",
                "location.search.includes('gen=64')")
         main.get_by_text("Assumptions (energy model, grid, TCO)").click()
         label = "Embodied carbon (kgCO2e)"

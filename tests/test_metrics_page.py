@@ -52,6 +52,11 @@ def test_every_view_renders_and_comparison_covers_every_preset(default_page):
         if view == "Validation":
             assert _number(_metric(at, "Rows compared")) >= 30
             assert any("Tolerance" in md.value for md in at.markdown)
+            # the power model under load: every ML.ENERGY row, the held-out figure shown
+            from llmpara_core.metrics.energy_validation import recorded_fit
+            held = _metric(at, "Batched rows, held out by device")
+            assert held == f"{100 * recorded_fit()['batched']:.1f} %"
+            assert any(len(d.value) == 60 for d in at.dataframe)
 
 
 def test_url_settings_are_applied():

@@ -54,15 +54,37 @@ def test_every_view_renders_clean_on_every_cluster(hw):
         assert at.dataframe, view
 
 
+def _banner(at) -> str:
+    return " ".join(i.value for i in at.info).replace("\\", "")
+
+
 def test_a_cluster_preset_says_it_replaces_the_sidebar_device():
+    """Issue 28, item 1: an override of the sidebar's device is a visible banner naming both."""
     at = _page(hardware="nvidia-a100-sxm-80gb", model="llama-3.1-8b",
                sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)")
     _clean(at, "Per device")
-    caption = " ".join(c.value for c in at.caption).replace("\\", "")
-    assert "replace the sidebar's NVIDIA A100 SXM4 80GB" in caption
+    banner = _banner(at)
+    assert "runs on **8x NVIDIA H100 SXM5 80GB (NVLink)**" in banner, banner
+    assert "sidebar's **NVIDIA A100 SXM4 80GB**" in banner, banner
     same = _page(hardware="nvidia-h100-sxm", model="llama-3.1-8b",
                  sh_cluster="8x NVIDIA H100 SXM5 80GB (NVLink)")
-    assert not any("replace the sidebar" in c.value for c in same.caption)
+    assert "not on the sidebar" not in _banner(same)
+
+
+def test_the_device_box_follows_the_sidebar():
+    """Issue 28, item 1: the page opened first (H100 sidebar → the 8×H100 cluster), then the
+    sidebar set to 8×H200: the page runs on the 8×H200, not on the H100s it started with."""
+    at = _page(model="llama-3-70b")
+    _clean(at, "Per device")
+    assert at.selectbox(key="sh_cluster").value == "8x-nvidia-h100-sxm-nvlink"
+    at.sidebar.selectbox(key="hardware").set_value("8x-nvidia-h200-sxm-nvlink").run()
+    _clean(at, "Per device")
+    assert at.selectbox(key="sh_cluster").value == "sidebar"
+    assert not any("Does not fit" in e for e in _errors(at))
+    assert "not on the sidebar" not in _banner(at)
+    # a page that overrides stays overridden while the sidebar stays put, with the banner
+    at.selectbox(key="sh_cluster").set_value("8x-amd-mi300x-infinity-fabric").run()
+    assert "not on the sidebar's **8x NVIDIA H200" in _banner(at), _banner(at)
 
 
 def test_single_device_preset_allows_dp_only():

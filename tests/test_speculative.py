@@ -21,6 +21,7 @@ from llmpara_core.operators import OpKind
 from llmpara_core.precision import DType, Precision
 from llmpara_core.presets import load_model
 from llmpara_core.roofline import op_time_s, rates
+from llmpara_core.speculative.costs import spec_costs
 from llmpara_core.speculative import (DraftKind, Setup, Speculation, analyze_speculative,
                                       batch_sweep, break_even_alpha, expected_tokens_from_rates,
                                       expected_tokens_per_step, head_draft, implied_alpha,
@@ -101,6 +102,8 @@ def brute_spec_time(su, spec, estimated=True):
         ctx = first + j * e
         total += w * (t(su.target, spec.gamma + 1, ctx + spec.gamma)
                       + sum(t(su.draft.model, 1, ctx + i) for i in range(spec.gamma)))
+        if estimated:      # speculation's host work per sequence per iteration (fitted)
+            total += w * spec_costs().iteration_seq_s * wl.batch
         j += 1
     return total
 
@@ -344,7 +347,7 @@ def test_gpt2_draft_context_warning():
 
 def test_measurement_data_is_sourced():
     rows = load_measurements()
-    assert len(rows) == 78 and all(m.get("source").strip() for m in rows)
+    assert len(rows) == 94 and all(m.get("source").strip() for m in rows)
     assert all(m.get("model_note") for m in rows if not m.modelled)   # every skip says why
     assert parse_precision("BF16;ffn=4.5;dtype=fp8").weight_ffn_bits == 4.5
     b200x8 = aggregate(H100, 8)

@@ -59,8 +59,15 @@ def test_error_by_regime_and_stack(default_page):
             "batched / vllm-legacy", "speculative (speedup vs batch)",
             "speculative / tensorrt-llm"} <= set(groups)
     spec = df.loc[[g == "speculative (speedup vs batch)" for g in groups]].iloc[0]
-    assert spec["rows"] == 2 and 0 <= spec["estimated |err|"] < 1000      # percent
+    assert spec["rows"] == 16 and 0 <= spec["estimated |err|"] <= 10      # percent
     assert df.loc[[g == "batched" for g in groups], "estimated |err|"].iloc[0] <= 15
+    # the energy regime (ML.ENERGY rows under the power model) and the held-out figures
+    assert {"energy (batched)", "energy / batched, tensor parallel",
+            "energy / batch 1", "speculative / vllm"} <= set(groups)
+    energy = df.loc[[g == "energy (batched)" for g in groups]].iloc[0]
+    assert energy["rows"] == 54 and 0 <= energy["estimated |err|"] <= 15
+    note = next(c.value for c in at.caption if c.value.startswith("Held out"))
+    assert "energy per token" in note and "speculative speedup" in note
 
 
 def test_every_metric_and_colouring_renders(default_page):

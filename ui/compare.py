@@ -125,9 +125,14 @@ def _bars(value: str, ideal: str | None, title: str, sel, log: bool,
     base = alt.Chart().encode(y=alt.Y("scenario:N", title=None, sort=None,
                                         axis=alt.Axis(labelLimit=LABEL_PX, labels=labels,
                                                       ticks=labels)))
-    bars = base.mark_bar().encode(
-        x=alt.X(f"{value}:Q", title=title, scale=scale, axis=alt.Axis(tickCount=5,
-                                                                        format="~s")),
+    # No stacking (a stacked bar derives <field>_start/_end, whose extent is infinite when a
+    # value is missing: Vega's "Infinite extent" warning) and only finite values reach a view
+    # (positive ones on a log scale).
+    valid = f"isValid(datum.{value}) && isFinite(datum.{value})" + (
+        f" && datum.{value} > 0" if log else "")
+    bars = base.mark_bar().transform_filter(valid).encode(
+        x=alt.X(f"{value}:Q", title=title, scale=scale, stack=None,
+                axis=alt.Axis(tickCount=5, format="~s")),
         color=alt.condition(sel, alt.Color("fit:N", legend=alt.Legend(title="memory",
                                                                       orient="top"),
                                            scale=alt.Scale(domain=["fits", "does not fit"],
@@ -137,7 +142,10 @@ def _bars(value: str, ideal: str | None, title: str, sel, log: bool,
                  "fit:N"])
     layers = [bars]
     if ideal:
-        layers.append(base.mark_tick(color="#F58518", thickness=2, size=18).encode(
+        tick_ok = f"isValid(datum.{ideal}) && isFinite(datum.{ideal})" + (
+            f" && datum.{ideal} > 0" if log else "")
+        layers.append(base.mark_tick(color="#F58518", thickness=2, size=18).transform_filter(
+            tick_ok).encode(
             x=alt.X(f"{ideal}:Q"),
             tooltip=["scenario:N", alt.Tooltip(f"{ideal}:Q", title=f"{title}, ideal",
                                              format=".3~s")]))
@@ -151,6 +159,7 @@ def chart_data(table: pd.DataFrame) -> pd.DataFrame:
                                "capacity (GB)": "cap", "_ttft_ideal": "ttft_i",
                                "_tpot_ideal": "tpot_i", "_tps_ideal": "tps_i"})
     df["fit"] = df["fits"].map({True: "fits", False: "does not fit"})
+    df = df.replace([float("inf"), float("-inf")], float("nan"))
     return df[["scenario", "fit", "ttft", "tpot", "tps", "mem", "cap", "ttft_i", "tpot_i",
                "tps_i"]]
 

@@ -8,6 +8,8 @@ GB = 10^9 bytes, GiB = 2^30 bytes (both always spelled out); kB/MB/TB decimal as
 
 from __future__ import annotations
 
+import re
+
 import math
 
 from llmpara_core.units import (BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_KB, BYTES_PER_MB,
@@ -166,3 +168,20 @@ def escape_md(text: str) -> str:
     backslash-escaped, so user-controlled strings render literally (no links, no HTML)."""
     specials = "\\`*_{}[]()<>#+-.!|~$&\"'="
     return "".join("\\" + c if c in specials else c for c in str(text))
+
+
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]]*[^\s<>()\[\].,;:!?'\"]")
+
+
+def escape_md_keep_urls(text: str) -> str:
+    """``escape_md`` for everything but web addresses, which stay as written: Streamlit turns a
+    bare address into a link and shows the backslashes ``escape_md`` would put in it
+    (``nvidia\\.github\\.io``)."""
+    text = str(text)
+    out, at = [], 0
+    for m in _URL.finditer(text):
+        out.append(escape_md(text[at:m.start()]))
+        out.append(m.group(0))
+        at = m.end()
+    out.append(escape_md(text[at:]))
+    return "".join(out)

@@ -30,6 +30,9 @@ from .scenario import (HW_FILE, HW_PRESET, IMAGE_FORMAT, SOURCE_CONFIG, SOURCE_P
                        sync_url, try_scenario, with_framework)
 
 
+# A select box in the sidebar shows about this many characters before it cuts the label.
+_SELECT_CHARS = 26
+
 # ---- sidebar --------------------------------------------------------------------------------
 
 def _on_hardware_change() -> None:
@@ -127,14 +130,39 @@ def _source_status(error_key: str, what: str, loaded_key: str, noun: str,
     return True
 
 
+def _model_pick():
+    """The top of the sidebar: the model preset, or (config.json source) an empty slot that
+    :func:`_fill_source_slots` fills once the upload/paste forms below have been read."""
+    ss = st.session_state
+    if ss[_SOURCE] == SOURCE_PRESET:
+        st.selectbox("Model", model_options(), key="model",
+                     format_func=lambda s: name_first("models", s),
+                     help="Type to search; grouped by family. A Hugging Face config.json: "
+                          "*Model details* below.", on_change=_reset_arch)
+        return None
+    return st.empty()
+
+
+def _fill_source_slots(model_slot, hw_slot) -> None:
+    """The loaded config's / hardware file's name (or the preset used meanwhile) at the top."""
+    ss = st.session_state
+    if model_slot is not None:
+        custom = ss.get(_CUSTOM)
+        model_slot.markdown("**Model:** " + (
+            escape_md(custom.name) + " (config.json)" if custom
+            else f"{escape_md(model_label(ss['model']))} (preset; no config loaded yet)"))
+    if hw_slot is not None:
+        custom = ss.get(_CUSTOM_HW)
+        hw_slot.markdown("**Hardware:** " + (
+            escape_md(custom.name) + " (TOML file)" if custom
+            else f"{escape_md(hardware_label(ss['hardware']))} (preset; no file loaded yet)"))
+
+
 def _model_section() -> None:
     ss = st.session_state
     st.radio("Model source", [SOURCE_PRESET, SOURCE_CONFIG], key=_SOURCE, horizontal=True,
              help="A preset, or any Hugging Face config.json (uploaded or pasted).")
     if ss[_SOURCE] == SOURCE_PRESET:
-        st.selectbox("Model preset", model_options(), key="model",
-                     format_func=lambda s: name_first("models", s),
-                     help="Type to search; grouped by family.", on_change=_reset_arch)
         _architecture_editor()
         return
     new = _new_upload("Upload config.json", "json", "_config_upload", 2)
@@ -261,22 +289,31 @@ def stack_option_label(option: str, hardware: Hardware | None) -> str:
     return FRAMEWORKS[option][0]
 
 
-def _hardware_section(scn: Scenario | None) -> None:
+def _base_hardware():
+    """(the chosen device before overrides, or None; the error loading it, or None)."""
+    try:
+        return _custom_hardware() or load_hardware(st.session_state["hardware"]), None
+    except ConfigError as e:
+        return None, e
+
+
+def _hardware_pick():
+    """The top of the sidebar: the hardware preset (or, TOML-file source, a slot for the
+    file's device: :func:`_fill_source_slots`) and the inference stack it runs under."""
     ss = st.session_state
-    st.radio("Hardware source", [HW_PRESET, HW_FILE], key=_HW_SOURCE, horizontal=True,
-             help="A preset, or your own device in the presets' TOML format.")
+    slot = None
     if ss[_HW_SOURCE] == HW_FILE:
-        _hardware_file_section()
+        slot = st.empty()
     else:
-        st.selectbox("Hardware preset", hardware_options(), key="hardware",
+        st.selectbox("Hardware", hardware_options(), key="hardware",
                      format_func=lambda s: name_first("hardware", s),
                      on_change=_on_hardware_change,
-                     help="Type to search; grouped by class.")
-    try:
-        base = _custom_hardware() or load_hardware(ss["hardware"])
-    except ConfigError as e:
-        base = None
-        error = e
+                     help="Type to search; grouped by class. Your own device (TOML): "
+                          "*Hardware details* below.")
+        label = name_first("hardware", ss["hardware"])
+        if len(label) > _SELECT_CHARS:          # the box cuts it: the whole name below
+            st.caption(escape_md(label))
+    base, _ = _base_hardware()
     st.selectbox("Inference stack", FRAMEWORK_OPTIONS, key="fw",
                  format_func=lambda f: stack_option_label(f, base),
                  help="Efficiency profile of the serving software, fitted on published "
@@ -285,6 +322,20 @@ def _hardware_section(scn: Scenario | None) -> None:
                       "consumer GPUs, unified-memory SoCs and CPUs; no profile on NPUs, PIM, "
                       "chiplets and ASICs). Generic = the class's fitted values without a "
                       "stack profile: stack-agnostic, with a wider error.")
+    n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
+    if n_over:
+        st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active "
+                   "(*Hardware details*)")
+    return slot
+
+
+def _hardware_section(scn: Scenario | None) -> None:
+    ss = st.session_state
+    st.radio("Hardware source", [HW_PRESET, HW_FILE], key=_HW_SOURCE, horizontal=True,
+             help="A preset, or your own device in the presets' TOML format.")
+    if ss[_HW_SOURCE] == HW_FILE:
+        _hardware_file_section()
+    base, error = _base_hardware()
     if base is None:
         st.error(escape_md(error))
         return
@@ -300,8 +351,6 @@ def _hardware_section(scn: Scenario | None) -> None:
                    + (f" · {hw.interconnect.devices} devices" if hw.interconnect
                       and hw.interconnect.devices > 1 else ""))
     n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
-    if n_over:
-        st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active")
     with st.expander("Edit hardware"):
         st.caption("Blank = the preset's value (shown greyed). Overrides drive every page.")
         eff = with_framework(base, ss.get("fw") or DEFAULT).effective_efficiency
@@ -339,14 +388,21 @@ def _hardware_download(hw: Hardware) -> None:
 
 def _precision_section() -> None:
     lo, hi = BITS_RANGE
-    st.selectbox("Precision preset", list(PRECISION_PRESETS), key="prec",
+    st.selectbox("Precision", list(PRECISION_PRESETS), key="prec",
                  on_change=_on_precision_change,
                  help="Fills the bit fields below; edit them to go custom.")
     c1, c2, c3 = st.columns(3)
-    _number_box(c1, "Weight bits", "wbits", lo, hi, step=0.5, format="%g",
-                on_change=_on_wbits_change, help="Sets every weight component below.")
-    _number_box(c2, "Act. bits", "abits", lo, hi, step=0.5, format="%g", help="Activation bits")
+    # Short labels: a label with its help icon wider than a third of the sidebar wraps and
+    # pushes its box below the others (issue 28, item 9).
+    _number_box(c1, "W bits", "wbits", lo, hi, step=0.5, format="%g",
+                on_change=_on_wbits_change,
+                help="Weight bits; sets every weight component (*Precision details*).")
+    _number_box(c2, "A bits", "abits", lo, hi, step=0.5, format="%g", help="Activation bits")
     _number_box(c3, "KV bits", "kvbits", lo, hi, step=0.5, format="%g", help="KV cache bits")
+
+
+def _precision_details() -> None:
+    lo, hi = BITS_RANGE
     with st.expander("Per-component weights & compute type"):
         _number_box(st, "Attention weights (bits)", "wattn", lo, hi, step=0.5, format="%g")
         _number_box(st, "FFN / expert weights (bits)", "wffn", lo, hi, step=0.5, format="%g")
@@ -359,35 +415,42 @@ def _workload_section() -> None:
     c1, c2, c3 = st.columns(3)
     _number_box(c1, "Batch", "batch", *BATCH_RANGE, step=1)
     _number_box(c2, "Prompt", "prompt", *TOKENS_RANGE, step=256, help="Prompt tokens")
-    _number_box(c3, "Generate", "gen", *TOKENS_RANGE, step=64, help="Generated tokens")
-    st.toggle("FlashAttention (fused)", key="flash")
+    _number_box(c3, "Output", "gen", *TOKENS_RANGE, step=64, help="Generated (output) tokens")
 
 
 def render_sidebar() -> st.delta_generator.DeltaGenerator:
     """The shared scenario widgets. Returns an empty sidebar container that the entrypoint
-    fills with the share link after the page ran (so it includes the page's own keys)."""
+    fills with the share link after the page ran (so it includes the page's own keys).
+
+    The five choices every page depends on (model, hardware, inference stack, precision,
+    workload) come first, above the fold at 1440×900 (the page navigation is in the top bar);
+    sources, uploads, edits and details follow under their headings."""
     ensure_state()
     restore_state()
     st.session_state[_PAGE_LINK] = {}
     with st.sidebar:
+        model_slot = _model_pick()
+        hw_slot = _hardware_pick()
+        _precision_section()
+        _workload_section()
         share = st.empty()
-        st.subheader("Model", divider="gray")
+        st.subheader("Model details", divider="gray")
         _model_section()
-        scn, err = try_scenario()
+        scn, err = try_scenario()          # after a pasted/uploaded config was read
         if scn is not None:
             _model_details(scn.model, scn.custom_model)
-        st.subheader("Hardware", divider="gray")
+        st.subheader("Hardware details", divider="gray")
         _hardware_section(scn)
-        st.subheader("Precision", divider="gray")
-        _precision_section()
-        st.subheader("Workload", divider="gray")
-        _workload_section()
+        st.subheader("Precision & workload details", divider="gray")
+        _precision_details()
+        st.toggle("FlashAttention (fused)", key="flash")
         with st.expander("Display"):
             st.radio("Chart download format", ["png", "svg"], key=IMAGE_FORMAT,
                      horizontal=True, help="Format of the camera button on every chart.")
             st.caption(":material/contrast: **Light or dark theme:** the ⋮ menu at the top "
                        "right → *Settings* → *Theme* (System, Light, Dark). The app follows "
                        "your system's setting until you choose.")
+    _fill_source_slots(model_slot, hw_slot)
     sync_url()
     _save_shadow()
     return share

@@ -179,3 +179,51 @@ def download_json(data: bytes, file_name: str, label: str = "Download JSON",
                   key: str | None = None) -> None:
     st.download_button(label, data, file_name, "application/json", key=key,
                        icon=":material/data_object:", on_click="ignore")
+
+
+# ---- tables for people ----------------------------------------------------------------------
+# One scale and one number format per quantity, wherever it is shown (issue 28, item 3): a
+# table's column is (label with its unit, kind); the core's frame keeps its SI columns for the
+# downloads and the tests, the table shows converted copies under the labels, and a missing
+# value shows as "—".
+KINDS = {
+    "ms": (1e3, "%.1f"),            # seconds → ms (TTFT, TPOT, E2E)
+    "s": (1.0, "%.2f"),
+    "pct": (100.0, "%.1f"),         # fraction → %
+    "tok_s": (1.0, "%.0f"),         # tokens/s
+    "req_s": (1.0, "%.3g"),         # requests/s
+    "usd": (1.0, "%.3g"),           # $
+    "j": (1.0, "%.3g"),             # J
+    "w": (1.0, "%.0f"),             # W
+    "gb": (1e-9, "%.1f"),           # bytes → GB (10⁹ B)
+    "x": (1.0, "%.2f"),             # ratios (speedup ×)
+    "int": (1.0, "%d"),
+    "num": (1.0, "%.3g"),
+}
+MISSING = "—"
+
+
+def people_table(df: pd.DataFrame, columns: dict[str, tuple[str, str]], **kwargs):
+    """``df`` as a table for people: only ``columns`` (raw name → (label with unit, kind)), in
+    that order; numbers converted and formatted by their kind (``KINDS``; "text" and "bool"
+    as they are), "—" for a missing value. Extra keyword arguments go to ``st.dataframe``."""
+    view = df.copy()
+    order, config = [], {}
+    for col, (label, kind) in columns.items():
+        if col not in view.columns:
+            continue
+        if kind == "text":
+            config[col] = st.column_config.TextColumn(label)
+            order.append(col)
+        elif kind == "bool":
+            config[col] = st.column_config.CheckboxColumn(label)
+            order.append(col)
+        else:
+            scale, fmt = KINDS[kind]
+            shown = f"{col} ({kind})"
+            view[shown] = pd.to_numeric(view[col], errors="coerce").astype(float) * scale
+            config[shown] = st.column_config.NumberColumn(label, format=fmt)
+            order.append(shown)
+    kwargs.setdefault("hide_index", True)
+    return st.dataframe(view, column_order=order, column_config=config, placeholder=MISSING,
+                        **kwargs)

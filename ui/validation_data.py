@@ -11,8 +11,9 @@ from llmpara_core.calibration.efficiency import KERNEL_PLANS
 from llmpara_core.calibration import summary as vs
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
-from llmpara_core.speculative import batch_sweeps
 from llmpara_core.limits import MAX_REFIT_ROWS, MAX_VALIDATE_ROWS, check_size
+from llmpara_core.metrics import energy_validation
+from llmpara_core.speculative import batch_sweeps, costs as spec_costs
 from llmpara_core.units import S_PER_US
 
 
@@ -38,8 +39,14 @@ def compute(upload: bytes | None, source: str, refit: bool, refit_frameworks: bo
     summary = vs.summarize(preds, skipped + bad, worst=len(preds), fitted_classes=fitted)
     # the speculative regime: the shipped speedup-vs-batch sweeps (not part of an upload)
     spec = batch_sweeps.regime_rows() if source != "Uploaded" else []
+    # the energy regime: the shipped ML.ENERGY rows under the power model (not an upload)
+    energy = energy_validation.regime_rows() if source != "Uploaded" else []
     return {"predictions": [vs.prediction_row(p) for p in preds],
-            "groups": [vs.group_row(g) for g in summary.groups] + spec,
+            "groups": [vs.group_row(g) for g in summary.groups] + spec + energy,
+            # leave-one-out figures the energy and speculative fit scripts wrote (recomputed
+            # by `llmpara validate --regime energy|speculative --loo`)
+            "loo_energy": energy_validation.recorded_fit() if source != "Uploaded" else {},
+            "loo_speculative": spec_costs.recorded_fit() if source != "Uploaded" else {},
             "worst": [vs.prediction_row(w.prediction) | {"reasons": list(w.reasons)}
                       for w in summary.worst],
             "skipped": [vs.skipped_row(s) for s in summary.skipped],

@@ -15,7 +15,7 @@ from ..limits import bound
 from ..precision import precision_preset
 from ..speculative.drafts import DRAFT_PRESETS
 
-DRAFT_KINDS = ("model", "eagle", "mtp", "medusa", "ngram")
+DRAFT_KINDS = ("model", "eagle", "eagle3", "mtp", "medusa", "ngram")
 
 
 _unit = bounded("unit_fraction", "acceptance")
@@ -41,13 +41,14 @@ def register(subparsers) -> None:
     p.add_argument("--draft", help="draft model preset or config.json (needed for --draft-kind "
                                    "model); presets offered first: " + ", ".join(DRAFT_PRESETS))
     p.add_argument("--draft-kind", choices=DRAFT_KINDS, default="model",
-                   help="separate model, EAGLE/MTP head built from the target, Medusa heads, or "
+                   help="separate model, EAGLE/EAGLE-3/MTP head built from the target (EAGLE-3: "
+                        "3h->h fusion and its own 32k-token LM head), Medusa heads, or "
                         "n-gram lookup (default: model)")
     p.add_argument("--head-params", type=number_in(0, math.inf, lo_open=True),
-                   help="own parameters of an eagle/mtp head, e.g. 0.25e9 (default: one "
+                   help="own parameters of an eagle/eagle3/mtp head, e.g. 0.25e9 (default: one "
                         "target-shaped layer)")
     p.add_argument("--head-layers", type=positive_int,
-                   help="decoder layers of an eagle/mtp head (default 1)")
+                   help="decoder layers of an eagle/eagle3/mtp head (default 1)")
     p.add_argument("--draft-hardware", help="device the draft runs on (default: the target's)")
     p.add_argument("--draft-precision", help="precision preset of the draft (default: the "
                                              "target's)")
@@ -72,11 +73,11 @@ def _draft(args, target, dhw):
     from ..speculative.engine import head_draft, medusa_draft, model_draft, ngram_draft
     dprec = precision_preset(args.draft_precision) if args.draft_precision else None
     kind = args.draft_kind
-    if kind not in ("eagle", "mtp"):
+    if kind not in ("eagle", "eagle3", "mtp"):
         for flag, value in (("--head-params", args.head_params),
                             ("--head-layers", args.head_layers)):
             if value is not None:
-                raise ConfigError(f"{flag} is only used with --draft-kind eagle or mtp")
+                raise ConfigError(f"{flag} is only used with --draft-kind eagle, eagle3 or mtp")
     if kind == "ngram" and (dprec or dhw):
         raise ConfigError("--draft-precision and --draft-hardware are not used with --draft-kind "
                           "ngram (no draft network)")
@@ -86,7 +87,7 @@ def _draft(args, target, dhw):
         return model_draft(load_model(args.draft), dprec, dhw)
     if args.draft:
         raise ConfigError(f"--draft is not used with --draft-kind {kind}")
-    if kind in ("eagle", "mtp"):
+    if kind in ("eagle", "eagle3", "mtp"):
         return head_draft(target, kind, args.head_params, args.head_layers or 1,
                           precision=dprec, hardware=dhw)
     if kind == "medusa":

@@ -4,7 +4,8 @@
     llmpara validate --data my_runs.csv --format json  # your CSV (same columns)
     llmpara validate --data my_runs.csv --refit        # fit the efficiencies on it first
     llmpara validate --loo --regime batched            # leave-one-device-out, one regime
-    llmpara validate --regime speculative              # speculative speedup vs batch sweeps
+    llmpara validate --regime speculative [--loo]      # speculative speedup vs batch sweeps
+    llmpara validate --regime energy [--loo]           # energy per output token (ML.ENERGY)
 
 Formats: ``table`` prints the error summary, the worst cases with the likely reason and the
 skipped rows; ``json`` one object with the summary, the worst cases, the skipped rows and every
@@ -13,6 +14,7 @@ prediction; ``csv`` the per-row predictions (errors = predicted / measured - 1).
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from ..errors import ConfigError
 from ..calibration.measurements import MAX_CSV_BYTES, REGIMES
 
 SPECULATIVE = "speculative"
+ENERGY = "energy"
 
 
 def register(sub) -> None:
@@ -34,11 +37,14 @@ def register(sub) -> None:
     p.add_argument("--loo", action="store_true",
                    help="leave-one-device-out: predict each device's rows with the model "
                         "refitted without them (slow: one refit per device)")
-    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE,), default="all",
+    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE, ENERGY),
+                   default="all",
                    help="only rows of this regime: batch-1 decode, batched (running or "
                         "static batch > 1) or prefill (default all of these); speculative: "
                         "the published speculative-decoding batch sweeps, alpha fitted on each "
-                        "sweep's smallest batch and the other batches predicted")
+                        "sweep's smallest batch and the other batches predicted (--loo: "
+                        "leave one sweep out); energy: J per output token of the ML.ENERGY "
+                        "rows under the power model (--loo: leave one device out)")
     p.add_argument("--device", action="append", metavar="PRESET",
                    help="with --loo: hold out only these device presets (repeatable)")
     p.add_argument("--worst", type=positive_int, default=12, help="worst cases to list")
@@ -63,6 +69,8 @@ def _read(path: str | None) -> bytes | None:
 def run(args) -> None:
     if args.regime == SPECULATIVE:
         return _run_speculative(args)
+    if args.regime == ENERGY:
+        return _run_energy(args)
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
@@ -107,22 +115,30 @@ def run(args) -> None:
 
 def _run_speculative(args) -> None:
     """``--regime speculative``: the batch-sweep validation (speculative.batch_sweeps)."""
-    for flag, given in (("--data", args.data), ("--refit", args.refit), ("--loo", args.loo),
+    for flag, given in (("--data", args.data), ("--refit", args.refit),
                         ("--device", args.device)):
         if given:
             raise ConfigError(f"{flag} does not apply to --regime speculative (it validates "
                               "the shipped speculative measurements; alpha is fitted per sweep)")
     from ..speculative import batch_sweeps as bs
-    v = bs.validate_sweeps()
+    if args.loo:
+        from ..speculative.fit import fit_costs
+        f = fit_costs()
+        v = bs.SweepValidation(tuple(s for s, _ in f.held_out), True)
+        how = ("leave-one-sweep-out: each sweep predicted with the speculation costs fitted on "
+               "the other sweeps (speculative.fit)")
+    else:
+        v = bs.validate_sweeps()
+        how = "the speculation costs of presets/tables/speculative_costs.toml (fitted on all sweeps)"
     if args.format == "json":
-        emit(bs.validation_dict(v), "json")
+        emit(bs.validation_dict(v) | {"loo": bool(args.loo)}, "json")
     elif args.format == "csv":
         emit(None, "csv", bs.sweep_rows(v))
     else:
         sys.stdout.write(
             f"speculative speedup vs batch: {len(v.sweeps)} published sweep(s); alpha fitted on "
             f"each sweep's smallest batch, the other {len(v.errors)} row(s) predicted at their "
-            f"own batch and gamma (estimated rates, the row's stack profile).\n"
+            f"own batch and gamma (estimated rates, the row's stack profile); {how}.\n"
             f"median |error| {_pct(v.median_abs_error)} (criterion <= "
             f"{_pct(bs.SWEEP_TOLERANCE_MEDIAN)}: {'met' if v.passes else 'NOT met'}); "
             "error = predicted / measured - 1.\n\n")
@@ -130,6 +146,66 @@ def _run_speculative(args) -> None:
                               for k in ("row_id", "batch", "gamma", "profile", "alpha_fitted",
                                         "role", "measured_speedup", "predicted_speedup",
                                         "error")} for r in bs.sweep_rows(v)])
+
+
+def _run_energy(args) -> None:
+    """``--regime energy``: J per output token of the shipped ML.ENERGY rows under the power
+    model (metrics.energy_validation); ``--loo``: each device with constants fitted without
+    it (metrics.energy_fit)."""
+    for flag, given in (("--data", args.data), ("--refit", args.refit),
+                        ("--device", args.device)):
+        if given:
+            raise ConfigError(f"{flag} does not apply to --regime energy (it validates the "
+                              "shipped energy measurements)")
+    from ..metrics import energy_fit as ef, energy_validation as ev
+    if args.loo:
+        fit = ef.fit_energy()
+        preds = fit.held_out
+        how = ("leave-one-device-out: each device's batched rows predicted with the power "
+               "constants fitted on the other device's rows; batch-1 rows are never fitted")
+    else:
+        preds = ev.predict_rows()
+        how = "the power constants of presets/tables/energy_power.toml (fitted on every batched row)"
+    groups = [("batched, all", [p for p in preds if p.work.batched])] + [
+        (g, [p for p in preds if ev.group_of(p.work) == g])
+        for g in ("batched, 1 GPU", "batched, tensor parallel", "batch 1")]
+    batched = ev.median_abs(groups[0][1])
+    rows = [{"row_id": p.work.measurement.row_id, "hardware": p.work.measurement.hardware_preset,
+             "devices": p.work.devices, "model": p.work.measurement.model_preset,
+             "batch": p.work.measurement.batch, "stack": p.work.stack, "group": ev.group_of(p.work),
+             "measured_j_per_token": p.measured_j_per_token,
+             "predicted_j_per_token": p.predicted_j_per_token, "error": p.error}
+            for p in preds]
+    def component_median(ps):
+        e = [abs(ev.component_j_per_token(p.work) / p.measured_j_per_token - 1) for p in ps]
+        return statistics.median(e) if e else None
+    summary = [{"group": g, "n": len(ps), "median_abs_error": ev.median_abs(ps),
+                "component_model_median_abs_error": component_median(ps)} for g, ps in groups]
+    if args.format == "json":
+        emit({"regime": ENERGY, "loo": bool(args.loo), "method": how,
+              "criterion": {"batched_median_abs_error_max": ev.ENERGY_TOLERANCE_MEDIAN},
+              "batched_median_abs_error": batched,
+              "passes": batched is not None and batched <= ev.ENERGY_TOLERANCE_MEDIAN,
+              "groups": summary, "rows": rows}, "json")
+    elif args.format == "csv":
+        emit(None, "csv", rows)
+    else:
+        ok = batched is not None and batched <= ev.ENERGY_TOLERANCE_MEDIAN
+        sys.stdout.write(
+            f"energy per output token (ML.ENERGY, GPU energy, prefill folded in): {len(preds)} "
+            f"rows, each timed under the stack it measured; {how}.\n"
+            f"batched median |error| {_pct(batched)} (criterion <= "
+            f"{_pct(ev.ENERGY_TOLERANCE_MEDIAN)}: {'met' if ok else 'NOT met'}); error = "
+            "predicted / measured - 1.\n\n")
+        emit(None, "table", [{**r, "median_abs_error": _pct(r["median_abs_error"]),
+                              "component_model_median_abs_error":
+                                  _pct(r["component_model_median_abs_error"])}
+                             for r in summary])
+        sys.stdout.write("component model: metrics.energy's static + pJ/FLOP + pJ/byte "
+                         "(no constant fitted on these rows), for comparison.\n")
+        out = sys.stdout
+        out.write("\n")
+        emit(None, "table", [{**r, "error": _pct(r["error"], signed=True)} for r in rows])
 
 
 def _print_table(summary, loo: bool = False) -> None:

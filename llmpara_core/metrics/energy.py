@@ -340,6 +340,7 @@ class EnergyMeasurement:
     source: str = ""
     notes: str = ""
     framework: str = ""      # the stack measured (its profile times the prediction)
+    devices: int = 1         # GPUs of the run (> 1: tensor parallel; metrics.energy_validation)
 
 
 def read_energy_measurements(path) -> tuple[EnergyMeasurement, ...]:
@@ -357,7 +358,8 @@ def read_energy_measurements(path) -> tuple[EnergyMeasurement, ...]:
                 max(1, round(float(r["avg_batch"]))), int(r["prompt_len_assumed"]),
                 int(r["gen_len_used"]), float(r["value"]), float(step) if step else None,
                 r["use_in_tolerance_test"].startswith("yes"), r["hardware"], r["model"],
-                r["source"], r.get("mapping_notes", ""), r.get("framework", "")))
+                r["source"], r.get("mapping_notes", ""), r.get("framework", ""),
+                int(r.get("num_devices") or 1)))
     return tuple(out)
 
 
@@ -399,6 +401,9 @@ def validate_energy(measurements) -> tuple[EnergyValidation, ...]:
     from ..workload import Workload
     out = []
     for m in measurements:
+        if m.devices != 1:
+            raise ConfigError(f"{m.row_id}: validate_energy models one device; rows on "
+                              f"{m.devices} GPUs are validated by metrics.energy_validation")
         hw = load_hardware(m.hardware_preset)
         stack = framework_of_label(m.framework) if m.framework else None
         r = analyze(load_model(m.model_preset), hw, precision_preset(m.precision_preset),

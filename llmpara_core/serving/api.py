@@ -15,7 +15,7 @@ from ..precision import Precision
 from .cost import IterationCost
 from .config import EngineConfig
 from ..limits import MAX_REQUEST_EVENTS, check_arrival_span, check_size
-from .engine import SimResult, simulate
+from .engine import SimResult, kv_capacity_tokens, simulate
 from .report import (SEARCH_STEPS, RateSearch, ServeSummary, Slo, max_rate_meeting_slo,
                      replicas_for_rate,
                      steady_state_output_tokens_per_s, summarize)
@@ -107,6 +107,40 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
         progress(1.0)
     return ServeStudy(summ, res, cost, config, spec, slo, sat, found, target_rate, reps, closed,
                       curve)
+
+
+def replica_fits(model: Model, hardware: Hardware, precision: Precision, plan: ParallelPlan,
+                 config: EngineConfig, tokens_per_request: int,
+                 flash_attention: bool = True) -> bool:
+    """Whether one replica of ``plan`` on ``hardware`` holds the weights, the activations and
+    the KV cache of one request of ``tokens_per_request`` tokens (the engine's own capacity
+    rule, :func:`.engine.kv_capacity_tokens`)."""
+    try:
+        cost = IterationCost(model, hardware, precision, plan, None, flash_attention)
+    except ConfigError:
+        return False                     # e.g. TP does not divide the heads
+    cap = kv_capacity_tokens(cost, config)
+    return cap > 0 and cap >= tokens_per_request
+
+
+def smallest_fitting(model: Model, options, precision: Precision, config: EngineConfig,
+                     tokens_per_request: int, flash_attention: bool = True):
+    """The first (option, hardware, plan) of ``options`` — (label, hardware) pairs in order of
+    preference — and tensor-parallel degrees 1, 2, 4 … up to the option's device count, whose
+    replica fits (:func:`replica_fits`): the fewest devices first, then the order given. None
+    if nothing fits."""
+    tried = []
+    for label, hw in options:
+        devices = hw.interconnect.devices if hw.interconnect else 1
+        tp = 1
+        while tp <= devices:
+            tried.append((tp, label, hw))
+            tp *= 2
+    for tp, label, hw in sorted(tried, key=lambda t: t[0]):
+        plan = ParallelPlan(tp=tp)
+        if replica_fits(model, hw, precision, plan, config, tokens_per_request, flash_attention):
+            return label, hw, plan
+    return None
 
 
 def study_to_dict(st, stack, defaults_source: str) -> dict:

@@ -20,6 +20,14 @@ DRAFT_PRESETS = ("gpt2-small", "gpt2-xl", "phi-3-mini", "llama-3.2-1b", "llama-3
                  "qwen2.5-0.5b", "qwen2.5-1.5b", "llama-2-7b")
 
 
+# Self-drafting head styles (``head_draft``).
+HEAD_STYLES = ("eagle", "eagle3", "mtp")
+# EAGLE-3's draft vocabulary: the released Llama-3.1-8B-Instruct EAGLE-3 head predicts over the
+# 32,000 most frequent target tokens (config.json "draft_vocab_size": 32000, github SafeAILab/EAGLE
+# and yuhuili/EAGLE3-LLaMA3.1-Instruct-8B on the Hugging Face Hub), not the target's 128,256.
+EAGLE3_DRAFT_VOCAB = 32000
+
+
 class DraftKind(Enum):
     """How draft tokens are produced."""
     MODEL = "model"      # a separate small model, gamma autoregressive passes
@@ -74,8 +82,12 @@ def head_draft(target: Model, style: str = "eagle", params: float | None = None,
                precision: Precision | None = None, hardware: Hardware | None = None) -> Draft:
     """A self-drafting head run autoregressively on the target's features.
 
-    ``style`` "eagle" (EAGLE-1/2/3: dense decoder layer(s) of the target's attention shape and dense
-    FFN width, plus the 2h -> h feature fusion) or "mtp" (DeepSeek-V3 multi-token prediction: one
+    ``style`` "eagle" (EAGLE-1/2: dense decoder layer(s) of the target's attention shape and dense
+    FFN width, plus the 2h -> h feature fusion, reading the target's LM head), "eagle3" (EAGLE-3,
+    Li et al. 2025, arXiv 2503.01840: one such layer whose attention takes the 2h-wide
+    [embedding; feature] input, the 3h -> h fusion of low, middle and high target features,
+    and its own reduced LM head over ``EAGLE3_DRAFT_VOCAB`` tokens unless ``vocab_size`` says
+    otherwise) or "mtp" (DeepSeek-V3 multi-token prediction: one
     full target layer, MoE included, plus the 2h -> h projection). ``params`` [parameters]
     replaces the derived size by a dense head of that many own parameters (embedding and LM head,
     shared with the target, excluded). ``vocab_size`` gives the head its own reduced LM head
@@ -83,12 +95,20 @@ def head_draft(target: Model, style: str = "eagle", params: float | None = None,
     The 2h -> h projection (2h^2 weights) is folded into the FFN width (same bytes and FLOPs).
     """
     style = str(style).lower()
-    if style not in ("eagle", "mtp"):
-        raise ConfigError(f"head style must be 'eagle' or 'mtp', got {style!r}")
+    if style not in HEAD_STYLES:
+        raise ConfigError(f"head style must be one of {', '.join(HEAD_STYLES)}, got {style!r}")
     layers = require_int("head layers", layers, 1, 64)
     h = target.hidden_size
     gated = target.ffn_kind is FFNKind.GATED
-    fold = round(2 * h / (3 if gated else 2))        # 2h*h params as extra FFN width
+    extra = 2 * h * h                                # the 2h -> h fusion [parameters]
+    if style == "eagle3":
+        # 3h -> h fusion, plus the Q, K, V projections' second h of input (2h-wide attention
+        # input: the token embedding and the hidden state, concatenated)
+        kv_width = target.num_key_value_heads * target.head_size
+        extra = 3 * h * h + h * (target.num_attention_heads * target.head_size + 2 * kv_width)
+        if vocab_size is None:
+            vocab_size = EAGLE3_DRAFT_VOCAB
+    fold = round(extra / h / (3 if gated else 2))    # extra params as extra FFN width
     base = replace(target, name=f"{target.name} {style.upper()} head", num_hidden_layers=layers,
                    sliding_layers=None if target.sliding_layers is None
                    else target.sliding_layers[:layers],

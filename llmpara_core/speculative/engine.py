@@ -55,6 +55,7 @@ from .drafts import (DRAFT_PRESETS, SHARED_TOKENIZERS, Draft, DraftKind,  # noqa
                                  head_draft, medusa_draft,
                                  medusa_ops, medusa_weight_bytes, model_draft, ngram_draft,
                                  vocab_check)
+from .costs import SpecCosts, spec_costs
 from .passes import _Pass, _Sum, _pass_time_s, _steps
 from ..units import S_PER_US, bits_to_bytes
 from ..workload import Workload
@@ -249,8 +250,9 @@ class SpecReport:
 class _Engine:
     """Cached passes and rates of one ``Setup``; evaluates any ``Speculation`` quickly."""
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, costs: SpecCosts):
         self.su = su = setup
+        self.costs = costs
         wl = su.workload
         first, last = wl.decode_contexts
         self.first, self.n_tokens = first, max(0, last - first + 1)
@@ -266,7 +268,8 @@ class _Engine:
         # scheduler's per-iteration cost, paid once per draft+verify iteration with the verify
         deff_used = deff or su.draft_hardware.effective_efficiency
         self.rd = {True: replace(rates(su.draft_hardware, ddt, True, deff, tokens_in_flight=b),
-                                 pass_overhead_s=deff_used.seq_overhead_s * b),
+                                 pass_overhead_s=costs.draft_seq_share
+                                 * deff_used.seq_overhead_s * b),
                    False: rates(su.draft_hardware, ddt, False)}
         self._verify: dict[int, _Pass] = {}
         self._draft: _Pass | None = None
@@ -278,17 +281,20 @@ class _Engine:
         self.vanilla = {False: ideal_tot,
                         True: est_tot + self.n_tokens * self.r[True].pass_overhead_s}
 
-    def verify_rates(self, s: int, estimated: bool) -> Rates:
+    def verify_rates(self, s: int, estimated: bool, speculating: bool = True) -> Rates:
         """Target rates of a verification pass: batch x ``s`` tokens in flight per GEMM, and
         the host work per sequence the stack pays serially when it speculates
-        (``Efficiency.spec_host_seq_s``), once per draft + verify iteration."""
+        (``Efficiency.spec_host_seq_s``), once per draft + verify iteration, and, when
+        ``speculating`` (gamma > 0), speculation's own host work per sequence per iteration
+        (``costs.SpecCosts.iteration_seq_s``, fitted)."""
         if not estimated:
             return self.r[False]
         su = self.su
         b = su.workload.batch
         r = rates(su.hardware, su.precision.compute_dtype, True, su.efficiency,
                   tokens_in_flight=b * s, batch=b)
-        host_s = (su.efficiency or su.hardware.effective_efficiency).spec_host_seq_s * b
+        host_s = ((su.efficiency or su.hardware.effective_efficiency).spec_host_seq_s
+                  + (self.costs.iteration_seq_s if speculating else 0.0)) * b
         return replace(r, pass_overhead_s=r.pass_overhead_s + host_s) if host_s else r
 
     def verify(self, s: int) -> _Pass:
@@ -329,7 +335,8 @@ class _Engine:
         e = spec.tokens_per_step
         n_steps = self.n_tokens / e
         s = spec.verified_tokens
-        verify = _steps(self.verify(s), self.verify_rates(s, estimated), [self.first + s - 1],
+        verify = _steps(self.verify(s), self.verify_rates(s, estimated, spec.gamma > 0),
+                        [self.first + s - 1],
                         e, n_steps)
         draft = _Sum()
         kind, g = self.su.draft.kind, spec.gamma
@@ -345,9 +352,14 @@ class _Engine:
         return self.vanilla[estimated] / (draft.time_s + verify.time_s)
 
 
-@functools.lru_cache(maxsize=32)
 def _engine(setup: Setup) -> _Engine:
-    return _Engine(setup)
+    """The cached engine of ``setup`` under the speculation costs in force."""
+    return _engine_for(setup, spec_costs())
+
+
+@functools.lru_cache(maxsize=32)
+def _engine_for(setup: Setup, costs: SpecCosts) -> _Engine:
+    return _Engine(setup, costs)
 
 
 # ---- public analyses -------------------------------------------------------------------------
@@ -533,7 +545,7 @@ def _prefill_s(su: Setup) -> dict[bool, tuple[float, float]]:
         d_ops = forward_ops(su.draft.model, su.draft_precision, wl.batch, p, p,
                             wl.flash_attention, 1)
     for est in (True, False):
-        t = _pass_time_s(t_ops, eng.verify_rates(max(1, p), est), est)   # batch x p in flight
+        t = _pass_time_s(t_ops, eng.verify_rates(max(1, p), est, False), est)   # batch x p
         d = _pass_time_s(d_ops, eng.rd[est], est)
         if not p:      # no prefill: the first token takes a decode step
             t = eng.vanilla[est] / eng.n_tokens

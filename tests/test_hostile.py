@@ -1006,3 +1006,21 @@ def test_validation_refit_is_budgeted(monkeypatch):
     _, errors = _shown(at)
     assert any("time budget of 1 s" in e for e in errors), errors
     assert time.perf_counter() - t0 < 60
+
+
+@pytest.mark.parametrize("typed", [-5, 100_000_000])
+def test_typed_bad_batch_says_what_was_rejected(typed):
+    """Issue 28, item 5: a typed Batch of -5 or 100,000,000 turned the box red and the results
+    silently stayed at the old value. Now the box keeps what was typed, a warning under it
+    names the value, the range and the value the results use, and the link keeps that value."""
+    from apptest_util import open_page
+    at = open_page(None, batch="7")
+    at.number_input(key="batch").set_value(typed).run()
+    assert not at.exception
+    warns, _ = _shown(at)
+    want = f"**Batch**: {typed:,} rejected: it must be in [1, 100,000]. The results use 7."
+    assert want.replace("-", "-") in [w.replace("−", "-") for w in warns], warns
+    assert at.query_params.get("batch") in ("7", ["7"])
+    at.number_input(key="batch").set_value(8).run()           # a valid value clears it
+    warns, _ = _shown(at)
+    assert not any("rejected" in w for w in warns) and at.query_params.get("batch") in ("8", ["8"])

@@ -17,7 +17,9 @@ control latencies (p50/p90/max, slowest polls) and the CPU seconds of the server
 Chromium processes and of the whole machine (2 cores, shared: the browsers and other users
 compete with the server for CPU), then the crowd's render times (p50/p90 seconds to an idle
 page with its metrics), the failures (timeouts, exceptions, a Batch box not showing the link's
-value) and the server's resident memory before and after.
+value) and the server's resident memory: after one session, per round, and after every session
+has closed (TTL, one more session, a trim: it must return to within 50 MB of the one-session
+level, issue 29).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def server():
 
 SESSIONS = 12
 ROUNDS = 3
+SESSION_TTL_S = 30              # .streamlit/config.toml server.disconnectedSessionTTL
+TRIM_EVERY_S = 15               # ui/memory.py
+RSS_RETURN_BYTES = 50_000_000   # after the sessions close, within this of the one-session level
 PAGE_TIMEOUT_MS = 120_000
 HEALTH_EVERY_S = 0.25
 WORST_LINKS = (
@@ -238,6 +243,8 @@ async def _run(url: str, server_pid: int | None, helpers: set) -> dict:
         with Phase("idle", server_pid, helpers) as ph:
             await _session(browser, url, 3, out["idle"], out["fail_a"])
         out["phases"].append(ph)
+        await asyncio.sleep(2)
+        out["rss_one"] = _rss_bytes(server_pid)          # after one session (closed)
         opened = [asyncio.Event() for _ in WORST_LINKS]
         with Phase("a-open", server_pid, helpers) as ph:      # five tabs loading at once
             tabs = [asyncio.create_task(_worst(browser, url, w, out["fail_a"], ev))
@@ -254,6 +261,14 @@ async def _run(url: str, server_pid: int | None, helpers: set) -> dict:
                                                 out["fail_b"]) for i in range(SESSIONS)])
                 out["rss"].append(_rss_bytes(server_pid))
         out["phases"].append(ph)
+        # Every session closed: Streamlit frees a disconnected session after its TTL when its
+        # session store is next touched (one more session does), and ui/memory.py hands the
+        # freed memory back to the system every TRIM_EVERY_S.
+        out["rss_closed_at_once"] = _rss_bytes(server_pid)
+        await asyncio.sleep(SESSION_TTL_S + 5)
+        await _session(browser, url, 2, out["idle"], out["fail_a"])
+        await asyncio.sleep(TRIM_EVERY_S + 5)
+        out["rss_closed"] = _rss_bytes(server_pid)
         await browser.close()
     return out
 
@@ -316,6 +331,10 @@ def test_concurrent_sessions_with_hostile_links_open(server):  # noqa: F811 - fi
           f"p50={statistics.median(res):.1f}s p90={_q(res, 8):.1f}s failures={len(fails)} "
           f"rss_before={rss_before / 1e6:.0f}MB rss_after={rss_after / 1e6:.0f}MB "
           f"rss_per_round={[round(r / 1e6) for r in out['rss']]}MB")
+    print(f"[load] RSS after one session {out['rss_one'] / 1e6:.0f} MB; peak during the crowd "
+          f"{max(out['rss']) / 1e6:.0f} MB; right after the sessions closed "
+          f"{out['rss_closed_at_once'] / 1e6:.0f} MB; {SESSION_TTL_S + TRIM_EVERY_S + 10} s "
+          f"later (TTL, one more session, a trim) {out['rss_closed'] / 1e6:.0f} MB")
     for f in out["fail_a"] + fails:
         print("  failure:", f)
     assert out["a"], f"the normal user's page did not render next to the worst links: {out}"
@@ -323,3 +342,5 @@ def test_concurrent_sessions_with_hostile_links_open(server):  # noqa: F811 - fi
     assert not [f for f in out["fail_a"] + fails if "Batch box" in f or "exception" in f]
     assert len(res) >= 0.9 * SESSIONS * ROUNDS, fails
     assert max(health["b"]) < 5.0
+    assert out["rss_closed"] - out["rss_one"] < RSS_RETURN_BYTES, (out["rss_one"],
+                                                                   out["rss_closed"])

@@ -24,6 +24,7 @@ from llmpara_core.budget import (PAGE_CPU_BUDGET_S, PAGE_WALL_BUDGET_S, TimeBudg
                                  time_budget)
 
 from .format import escape_md
+from .memory import start_trimmer
 
 _LOG = logging.getLogger("llmpara.app")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}")
@@ -57,6 +58,7 @@ def run_page(page, budget_s: float | None = None, wall_s: float | None = None) -
     latter also logged with its traceback)."""
     if sys.getswitchinterval() > SWITCH_INTERVAL_S:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+    start_trimmer()
     try:
         with time_budget(PAGE_CPU_BUDGET_S if budget_s is None else budget_s, BUDGET_ADVICE,
                          wall_s=PAGE_WALL_BUDGET_S if wall_s is None else wall_s):

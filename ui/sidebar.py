@@ -196,8 +196,8 @@ def _number_box(where, label: str, key: str, lo, hi, **kwargs):
     last accepted value instead (issue 28, item 5)."""
     ss = st.session_state
     v = ss.get(key)
-    if v is not None and in_range(v, lo, hi):
-        kwargs["value"] = type(lo)(v)
+    if v is None or in_range(v, lo, hi):    # (a rejected value stays in the box's state)
+        kwargs["value"] = None if v is None else type(lo)(v)
     shown = where.number_input(label, key=key, **kwargs)
     good = ss.setdefault(_GOOD_NUMBERS, {})
     rejected = ss.setdefault(_REJECTED_NUMBERS, {})

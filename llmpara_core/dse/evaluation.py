@@ -193,7 +193,7 @@ class DesignContext:
         step = max(1, int(chunk_points or CHUNK_POINTS))
         names = tuple(m.name for m in self.physics.memories)
         for s in range(0, n, step):
-            check_time_budget()
+            check_time_budget(f"{s:,} of {n:,} designs evaluated")
             part = {k: v[s:s + step] for k, v in cols.items()}
             c, r = self._evaluate_chunk(part, "tdp" in vals, "price" in vals)
             yield s, Evaluation(c, r, names)

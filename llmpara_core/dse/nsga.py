@@ -110,7 +110,7 @@ def _pymoo_parts(su: _Setup, history: list, senses, ideal, nadir, generations, p
 
     class _History(Callback):
         def notify(self, algorithm):
-            check_time_budget()
+            check_time_budget(f"{algorithm.n_gen} of {generations} generations")
             cv = algorithm.pop.get("CV").ravel()
             f = algorithm.pop.get("F")[cv <= 0] * su.flip
             history.append(Generation(algorithm.n_gen, algorithm.evaluator.n_eval,

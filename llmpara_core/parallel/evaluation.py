@@ -309,6 +309,7 @@ def shard_analyze(model: Model, hardware: Hardware, precision: Precision, worklo
     (whose ``interconnect`` describes the links). TP = PP = DP = 1 reproduces
     ``analysis.analyze`` exactly. ``efficiency`` overrides the hardware's derating (operators,
     links and the single-device baseline alike), as in ``analyze``."""
+    check_time_budget()
     if efficiency is not None:
         hardware = replace(hardware, efficiency=efficiency)
     check_time_budget()         # a cached report still answers inside its caller's budget

@@ -149,7 +149,7 @@ def search_plans(model: Model, hardware: Hardware, precision: Precision, workloa
                "or cluster) or evaluate one plan (--tp/--pp/--dp/--ep)")
     found = []
     for i, plan in enumerate(plans):
-        check_time_budget()
+        check_time_budget(f"{i:,} of {len(plans):,} plans evaluated")
         if progress is not None:
             progress(i / max(1, len(plans)))
         cand = _evaluate(model, hardware, precision, workload, plan, fill_batch, batch_cap)

@@ -142,7 +142,7 @@ def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
     finished = 0
     last_report = 0
     while finished < n:
-        check_time_budget()
+        check_time_budget(f"{finished:,} of {n:,} requests simulated")
         finished += _step(st)
         if progress is not None and finished - last_report >= max(1, n // 50):
             last_report = finished

@@ -41,7 +41,8 @@ import numpy as np
 from ..errors import ConfigError, LLMParaError
 from .traffic import Demand, TrafficMix
 
-ROUND_PER_WORKLOAD = 4        # candidates of one workload simulated per round
+BOUND_PER_WORKLOAD = 12       # candidates of one workload bounded per round
+SIMULATE_PER_WORKLOAD = 4     # candidates of one workload simulated per round
 FLOOR_MARGIN = 0.98           # floors are compared at 98 % (numerical slack)
 BOUND_MARGIN = 1.02           # the throughput bound is widened by 2 %
 NVIDIA_ARCHS = {"volta", "turing", "ampere", "ada", "hopper", "blackwell"}
@@ -424,14 +425,33 @@ def _row(mix: TrafficMix, res: dict, cand: Candidate) -> PlanRow:
     tokens_per_h = d.rate_rps * d.osl * 3600.0
     return PlanRow(d.name, d.model, hw.name, cand.tp, cand.pp, cand.precision,
                    _stack_hw(cand.hardware, cand.framework)[1].name, res["replicas"], gpus,
-                   usd_h, usd_h / tokens_per_h * 1e6, res.get("j_per_token"), res["headroom"],
-                   res["ttft_s"], res.get("tpot_s"), res["e2e_p90_s"], res["slo_rate_rps"],
-                   gpus * hw.tdp_w)
+                   usd_h, usd_h / tokens_per_h * 1e6, _float(res.get("j_per_token")),
+                   float(res["headroom"]), float(res["ttft_s"]), _float(res.get("tpot_s")),
+                   float(res["e2e_p90_s"]), float(res["slo_rate_rps"]), gpus * hw.tdp_w)
+
+
+def _float(v):
+    return None if v is None or not math.isfinite(v) else float(v)
 
 
 def _order(r: PlanRow) -> tuple:
     return (r.usd_per_hour, r.gpus, -r.headroom, r.hardware, r.tp, r.pp, r.precision,
             r.framework)
+
+
+def _cheap(mix: TrafficMix, cand: Candidate) -> Bound | None:
+    """The checks that need no cost model: support and the weights' memory fit (None =
+    passes)."""
+    why = support(mix, cand)
+    if why:
+        return Bound(cand, why, "support")
+    from ..memory import weight_bytes
+    from ..precision import precision_preset
+    d = mix.workloads[cand.workload]
+    if weight_bytes(_model(d.model), precision_preset(cand.precision)) / cand.gpus \
+            >= _hardware(cand.hardware).memory_capacity_bytes:
+        return Bound(cand, "the weights do not fit the replica's memory", "memory")
+    return None
 
 
 def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
@@ -440,98 +460,137 @@ def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
     ``executor`` (an object with ``map_unordered(fn, items)``, see :mod:`.executors`;
     None = in this process). ``progress(done, total, stage)`` is called as results arrive;
     ``cancel()`` returning True (or KeyboardInterrupt) stops the run, keeping what finished.
-    ``prune=False`` simulates every supported candidate that fits in memory (the reference
-    the pruning is checked against)."""
+    ``prune=False`` simulates every supported candidate (the reference the pruning is checked
+    against).
+
+    Per workload, candidates wait in order of their cost floor (one replica: GPUs x price);
+    each round bounds the next ones whose floor is within the (1 + runners-up)-th cheapest
+    plan found (the closed forms of :func:`bounds`), then simulates the bounded survivors
+    whose cost bound is within it, cheapest bound first. Rounds have fixed sizes, so the
+    result does not depend on the executor."""
     from .executors import InProcess
     ex = executor or InProcess()
     cands = enumerate_candidates(mix)
     total = len(cands)
-    if progress:
-        progress(0, total, "bounds")
-    chunk = 24
-    groups = [cands[i:i + chunk] for i in range(0, total, chunk)]
-    bnds: dict[tuple, Bound] = {}
-    cancelled = False
-    try:
-        for res in ex.map_unordered(bounds_many, [(mix, g) for g in groups]):
-            for b in res:
-                bnds[b.candidate.key] = b
-            if progress:
-                progress(len(bnds), total, "bounds")
-            if cancel and cancel():
-                cancelled = True
-                break
-    except KeyboardInterrupt:
-        cancelled = True
     pruned_by: dict[str, int] = {}
-    queues: dict[int, list[Bound]] = {i: [] for i in range(len(mix.workloads))}
+
+    def count(stage: str, n: int = 1) -> None:
+        pruned_by[stage] = pruned_by.get(stage, 0) + n
+
+    waiting: dict[int, list[Candidate]] = {i: [] for i in range(len(mix.workloads))}
     for c in cands:
-        b = bnds.get(c.key)
-        if b is None:
-            continue
-        keep = b.pruned is None or (not prune and b.stage != "support")
-        if keep:
-            queues[c.workload].append(b)
+        b = _cheap(mix, c)
+        if b is not None and (prune or b.stage == "support"):
+            count(b.stage)
         else:
-            pruned_by[b.stage] = pruned_by.get(b.stage, 0) + 1
-    for q in queues.values():
-        q.sort(key=lambda b: ((b.cost_bound_usd_per_hour or 0.0) if prune else 0.0,
-                              b.candidate.key))
-    survivors = sum(len(q) for q in queues.values())
+            waiting[c.workload].append(c)
+    floor = {c.key: c.gpus * price_per_gpu_hour(c.hardware, mix.prices)
+             for q in waiting.values() for c in q}
+    for q in waiting.values():
+        q.sort(key=lambda c: (floor[c.key], c.key))
+    ready: dict[int, list[Bound]] = {i: [] for i in waiting}
+    rows: dict[int, list[PlanRow]] = {i: [] for i in waiting}
     results: dict[tuple, dict] = {}
-    rows: dict[int, list[PlanRow]] = {i: [] for i in queues}
     keep_n = 1 + mix.runners_up
-    skipped = 0
-    done = 0
+    n_bounded = 0
+    cancelled = False
+    steps = [0]
 
-    def kth_cost(wi: int) -> float:
+    def kth(wi: int) -> float:
         r = sorted(x.usd_per_hour for x in rows[wi])
-        return r[keep_n - 1] if len(r) >= keep_n else math.inf
+        return r[keep_n - 1] * (1 + 1e-9) if len(r) >= keep_n else math.inf
 
-    while not cancelled:
-        batch = []
-        for wi, q in queues.items():
-            take = []
-            while q and len(take) < ROUND_PER_WORKLOAD:
-                b = q.pop(0)
-                if prune and b.cost_bound_usd_per_hour is not None \
-                        and b.cost_bound_usd_per_hour > kth_cost(wi) * (1 + 1e-9):
-                    skipped += 1 + len(q)
+    def tick(stage: str) -> None:
+        steps[0] += 1
+        if progress:
+            left = sum(len(q) for q in waiting.values()) + sum(len(q) for q in ready.values())
+            progress(steps[0], steps[0] + left, stage)
+
+    def stop() -> bool:
+        return bool(cancel and cancel())
+
+    try:
+        while not cancelled:
+            # bound the next candidates of each workload (lazily: most are never needed)
+            to_bound = []
+            for wi, q in waiting.items():
+                if not prune:
+                    to_bound += [Bound(c, None, "") for c in q]
                     q.clear()
-                    break
-                take.append(b)
-            batch += take
-        if not batch:
-            break
-        tasks = [Task(b.candidate, mix.workloads[b.candidate.workload], mix.requests, mix.seed)
-                 for b in batch]
-        by_key = {t.candidate.key: t.candidate for t in tasks}
-        try:
+                    continue
+                take = []
+                while q and len(take) < BOUND_PER_WORKLOAD:
+                    if floor[q[0].key] > kth(wi):
+                        count("cost", len(q))
+                        q.clear()
+                        break
+                    take.append(q.pop(0))
+                if take:
+                    to_bound.append(take)
+            if prune and to_bound:
+                groups = [(mix, g) for g in to_bound]
+                for res in ex.map_unordered(bounds_many, groups):
+                    for b in res:
+                        n_bounded += 1
+                        if b.pruned is not None:
+                            count(b.stage)
+                        else:
+                            ready[b.candidate.workload].append(b)
+                    tick("bounds")
+                    if stop():
+                        cancelled = True
+                        break
+            elif to_bound:
+                for b in to_bound:
+                    ready[b.candidate.workload].append(b)
+            if cancelled:
+                break
+            # simulate the bounded survivors, cheapest bound first
+            batch = []
+            for wi, q in ready.items():
+                q.sort(key=lambda b: (b.cost_bound_usd_per_hour or 0.0, b.candidate.key))
+                take = []
+                while q and len(take) < SIMULATE_PER_WORKLOAD:
+                    if prune and q[0].cost_bound_usd_per_hour > kth(wi):
+                        count("cost", len(q))
+                        q.clear()
+                        break
+                    take.append(q.pop(0))
+                batch += take
+                if not prune:
+                    batch += q
+                    q.clear()
+            if not batch and not any(waiting.values()):
+                break
+            tasks = [Task(b.candidate, mix.workloads[b.candidate.workload], mix.requests,
+                          mix.seed) for b in batch]
+            by_key = {t.candidate.key: t.candidate for t in tasks}
             for res in ex.map_unordered(evaluate_candidate, tasks):
                 key = tuple(res["key"])
                 results[key] = res
-                done += 1
-                cand = by_key[key]
-                if res["feasible"]:
-                    r = _row(mix, res, cand)
-                    cons = mix.constraints
-                    if cons.power_cap_w is not None and r.power_w_tdp > cons.power_cap_w:
-                        res["feasible"] = False
-                        res["error"] = "its GPUs' TDP exceeds the power cap"
-                    elif cons.gpu_budget is not None and r.gpus > cons.gpu_budget:
-                        res["feasible"] = False
-                        res["error"] = "over the GPU budget"
-                    else:
-                        rows[cand.workload].append(r)
-                if progress:
-                    progress(done, survivors, "simulation")
-                if cancel and cancel():
+                _accept(mix, res, by_key[key], rows)
+                tick("simulation")
+                if stop():
                     cancelled = True
                     break
-        except KeyboardInterrupt:
-            cancelled = True
-    return _assemble(mix, rows, results, total, len(bnds), pruned_by, survivors, skipped,
-                     cancelled)
+    except KeyboardInterrupt:
+        cancelled = True
+    return _assemble(mix, rows, results, total, n_bounded, pruned_by, cancelled)
+
+
+def _accept(mix: TrafficMix, res: dict, cand: Candidate, rows: dict) -> None:
+    """Add a simulated candidate to its workload's plans if it is feasible and within the
+    constraints (else mark why not in ``res``)."""
+    if not res["feasible"]:
+        return
+    r = _row(mix, res, cand)
+    cons = mix.constraints
+    if cons.power_cap_w is not None and r.power_w_tdp > cons.power_cap_w:
+        res.update(feasible=False, error="its GPUs' TDP exceeds the power cap")
+    elif cons.gpu_budget is not None and r.gpus > cons.gpu_budget:
+        res.update(feasible=False, error="over the GPU budget")
+    else:
+        rows[cand.workload].append(r)
 
 
 def _front(rows: list[PlanRow]) -> set[int]:
@@ -565,8 +624,7 @@ def _fit_budget(options: list[list[PlanRow]], budget: int | None) -> list[int] |
     return min(best.values(), key=lambda v: (v[0], v[1]))[1]
 
 
-def _assemble(mix, rows, results, total, bounded, pruned_by, survivors, skipped,
-              cancelled) -> FleetPlan:
+def _assemble(mix, rows, results, total, bounded, pruned_by, cancelled) -> FleetPlan:
     out: list[PlanRow] = []
     unserved = []
     options = []
@@ -602,9 +660,10 @@ def _assemble(mix, rows, results, total, bounded, pruned_by, survivors, skipped,
               "j_per_token": (sum(j * t for j, t in jt) / sum(t for _, t in jt)) if jt else None,
               "power_w_tdp": sum(r.power_w_tdp for r in chosen),
               "workloads_served": len(chosen), "workloads": len(mix.workloads)}
+    closed = sum(v for k, v in pruned_by.items() if k != "cost")
     counts = {"configurations": total, "bounded": bounded,
-              "pruned_closed_form": sum(pruned_by.values()), "survivors": survivors,
-              "skipped_by_cost_bound": skipped, "simulated": len(results),
+              "pruned_closed_form": closed, "skipped_by_cost_bound": pruned_by.get("cost", 0),
+              "simulated": len(results),
               "feasible": sum(1 for r in results.values() if r["feasible"])}
     counts["pruning_ratio"] = (total / len(results)) if results else None
     if cancelled:

@@ -256,9 +256,11 @@ st.caption(f"Search: {c['configurations']:,} configurations · {c['pruned_closed
            f"by closed forms (support, memory, latency floor, constraints) · "
            f"{c['skipped_by_cost_bound']:,} skipped by the cost bound · {c['simulated']:,} "
            f"simulated (SLO rate search).")
+if result.cancelled:
+    st.warning(escape_md(result.notes[-1]))
 for name, why in result.unserved:
     st.warning(f"{escape_md(name)}: {escape_md(why)}")
-for n in result.notes:
+for n in result.notes[:-1] if result.cancelled else result.notes:
     st.caption(escape_md(n))
 
 

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError, LLMParaError
+from ..limits import TimeBudgetExceeded
 from .traffic import Demand, TrafficMix
 
 BOUND_PER_WORKLOAD = 12       # candidates of one workload bounded per round
@@ -276,6 +277,8 @@ def bounds(mix: TrafficMix, cand: Candidate) -> Bound:
         return Bound(cand, "the weights do not fit the replica's memory", "memory")
     try:
         cost = _cost(d.model, cand.hardware, cand.tp, cand.pp, cand.precision, cand.framework)
+    except TimeBudgetExceeded:
+        raise
     except ConfigError as e:
         return Bound(cand, str(e).splitlines()[0], "support")
     cfg = _config(cand.framework)
@@ -365,6 +368,8 @@ def evaluate_candidate(task: Task) -> dict:
             out["error"] = "misses the SLO at its operating point"
             return out
         out["feasible"] = True
+    except TimeBudgetExceeded:
+        raise
     except ConfigError as e:
         out["error"] = str(e).splitlines()[0]
     return out
@@ -575,6 +580,10 @@ def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
                     break
     except KeyboardInterrupt:
         cancelled = True
+    except TimeBudgetExceeded as e:
+        cancelled = str(e).splitlines()[0]
+    if progress:
+        progress(steps[0], steps[0], "done")
     return _assemble(mix, rows, results, total, n_bounded, pruned_by, cancelled)
 
 
@@ -667,7 +676,10 @@ def _assemble(mix, rows, results, total, bounded, pruned_by, cancelled) -> Fleet
               "feasible": sum(1 for r in results.values() if r["feasible"])}
     counts["pruning_ratio"] = (total / len(results)) if results else None
     if cancelled:
-        notes.append("cancelled: the plan uses only the candidates that finished")
+        why = cancelled if isinstance(cancelled, str) else "cancelled"
+        notes.append(f"{why}: the plan uses only the candidates that finished, so a cheaper "
+                     f"plan may have been missed")
+        cancelled = True
     return FleetPlan(tuple(out), tuple(unserved), totals, counts, pruned_by, cancelled,
                      tuple(notes), tuple(results[k] for k in sorted(results)))
 

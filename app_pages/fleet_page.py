@@ -14,7 +14,7 @@ from llmpara_core.errors import ConfigError, LLMParaError
 from llmpara_core.fleet import (DEFAULT_FRAMEWORKS, DEFAULT_HARDWARE, DEFAULT_PRECISIONS,
                                 load_traffic, make_executor, mix_from_dict, plan, plan_to_dict,
                                 workload_row)
-from llmpara_core.presets import PRESET_DIR, list_presets, load_hardware
+from llmpara_core.presets import PRESET_DIR, find_preset, list_presets, load_hardware
 from ui.format import escape_md, sig
 from ui.scenario import add_warning, chart_config
 from ui.tables import download_csv, download_json
@@ -75,14 +75,25 @@ def decode_rows(raws: list[str]) -> list[dict] | None:
     return rows or None
 
 
+def preset_model_name(name: str) -> str:
+    """The preset's display name of ``name`` (what the table's model column offers); the text
+    itself if it is no preset (the core then says so)."""
+    try:
+        return find_preset("models", name).name
+    except LLMParaError:
+        return name
+
+
 def traffic_rows() -> list[dict]:
     raws = st.query_params.get_all(URL_KEY)
+    rows = None
     if raws:
         rows = decode_rows(raws)
-        if rows is not None:
-            return rows
-        add_warning(f"Link parameter `{URL_KEY}`: not a traffic table; using the example mix.")
-    return example_rows()
+        if rows is None:
+            add_warning(f"Link parameter `{URL_KEY}`: not a traffic table; using the example "
+                        f"mix.")
+    rows = rows or example_rows()
+    return [dict(r, model=preset_model_name(str(r["model"]))) for r in rows]
 
 
 def clean_rows(df: pd.DataFrame) -> list[dict]:
@@ -131,7 +142,8 @@ edited = st.data_editor(
     })
 table = clean_rows(edited)
 encoded = [encode_row(r) for r in table]
-if encoded != [encode_row(r) for r in example_rows()]:
+example = [dict(r, model=preset_model_name(r["model"])) for r in example_rows()]
+if encoded != [encode_row(r) for r in example]:
     if st.query_params.get_all(URL_KEY) != encoded:
         st.query_params[URL_KEY] = encoded
 elif URL_KEY in st.query_params:

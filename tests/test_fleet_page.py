@@ -29,8 +29,8 @@ def test_default_view_shows_the_example_mix_and_the_ray_command():
     at = open_page(PAGE)
     _clean(at, "default")
     table = at.dataframe[0].value                # the traffic editor: the example mix
-    assert table["model"].tolist() == ["Llama-3.1-8B", "Llama-3.1-70B", "Mixtral-8x7B",
-                                       "DeepSeek-V3", "Qwen2.5-7B"]
+    assert table["model"].tolist() == ["Llama-3.1 8B", "Llama-3.1 70B", "Mixtral 8x7B",
+                                       "DeepSeek-V3", "Qwen2.5 7B"]
     assert table["rate_rps"].tolist() == [50, 10, 5, 2, 20]
     assert any("--executor ray" in i.value for i in at.info)
     assert any(b.label == "Plan the fleet" for b in at.button)
@@ -40,6 +40,7 @@ def test_run_from_a_link_matches_the_core():
     at = open_page(PAGE, **LINK)
     _clean(at, "link")
     assert not at.warning, [w.value for w in at.warning]
+    assert next(d.value for d in at.dataframe)["model"].tolist() == ["Qwen2.5 0.5B"]
     next(b for b in at.button if b.label == "Plan the fleet").click()
     at.run()
     _clean(at, "run")

@@ -109,6 +109,17 @@ def test_bad_traffic_files_give_one_clear_line(tmp_path, match, text):
     assert err.startswith("llmpara: error: ") and err.count("\n") == 1, err
 
 
+def test_a_search_too_large_is_refused(tmp_path):
+    rows = "".join(f"[[workload]]\nname='w{i}'\nmodel='Llama-3.2-1B'\nrate_rps=1\nisl=8\nosl=8\n"
+                   f"ttft_slo_ms=100\ntpot_slo_ms=10\n" for i in range(64))
+    text = ("[candidates]\ntp=[" + ",".join(map(str, range(1, 33))) + "]\npp=["
+            + ",".join(map(str, range(1, 33))) + "]\n" + rows)
+    f = tmp_path / "huge.toml"
+    f.write_text(text)
+    code, out, err = run("plan", "--traffic", f)
+    assert code == 2 and "configurations to search" in err and err.count("\n") == 1
+
+
 def test_missing_and_binary_traffic_files(tmp_path):
     code, _, err = run("plan", "--traffic", tmp_path / "none.toml")
     assert code == 2 and "no such file" in err and err.count("\n") == 1

@@ -46,6 +46,7 @@ BOUND_PER_WORKLOAD = 12       # candidates of one workload bounded per round
 SIMULATE_PER_WORKLOAD = 4     # candidates of one workload simulated per round
 FLOOR_MARGIN = 0.98           # floors are compared at 98 % (numerical slack)
 BOUND_MARGIN = 1.02           # the throughput bound is widened by 2 %
+MAX_CONFIGURATIONS = 200_000  # a traffic file asking for more is refused
 NVIDIA_ARCHS = {"volta", "turing", "ampere", "ada", "hopper", "blackwell"}
 
 
@@ -158,6 +159,11 @@ def enumerate_candidates(mix: TrafficMix) -> list[Candidate]:
     """Every (workload, hardware, TP, PP, precision, stack) of the mix whose TP x PP fits the
     hardware's devices, in a fixed order."""
     c = mix.candidates
+    n = sum(len(d.precisions or c.precisions) for d in mix.workloads) * len(c.hardware) \
+        * len(c.tp) * len(c.pp) * len(c.frameworks)
+    if n > MAX_CONFIGURATIONS:
+        raise ConfigError(f"{n:,} configurations to search (at most {MAX_CONFIGURATIONS:,}): "
+                          f"name fewer hardware, precisions, stacks or TP / PP degrees")
     out = []
     for wi, d in enumerate(mix.workloads):
         precs = d.precisions or c.precisions

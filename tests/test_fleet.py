@@ -146,7 +146,7 @@ def test_bounds_reject_what_cannot_run():
 def test_floors_are_below_the_simulated_latency():
     """The zero-load floors bound the simulated TTFT / TPOT at the SLO percentile, and the
     throughput bound the simulated max-load rate."""
-    mix = parse_traffic(SMALL)
+    mix = parse_traffic(SMALL.replace("pp = [1]", "pp = [1, 2]"))
     for c in enumerate_candidates(mix):
         b = bounds(mix, c)
         if b.pruned is not None:

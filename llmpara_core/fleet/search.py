@@ -13,13 +13,16 @@ give, so pruning only drops candidates the simulation would also reject or rank 
 * **latency floor at zero load**: each request alone -- its prompt prefilled in chunks of the
   token budget, then one decode step at its prompt's context -- timed by the same
   ``IterationCost`` the simulator uses; an iteration with other work in it only takes longer,
-  so the SLO percentile of these floors is a lower bound of the simulated one. Above the SLO,
-  no request rate can meet it;
+  so the SLO percentile of these floors is a lower bound of the simulated one (with PP > 1,
+  where requests sharing a pass split it into even microbatches, 1 / PP of the lone prefill
+  and a decode step at the shortest context). Above the SLO, no request rate can meet it;
 * **max-load throughput bound**: at most B = min(max batch, KV blocks / blocks of the shortest
   prompt + 1) requests decode at once, and a decode token costs at least t(B) / B (t(b), the
   decode iteration of b sequences at the shortest context, grows more slowly than b), so
-  one replica serves at most N B / (decode tokens x t(B)) requests/s. This gives the fewest
-  replicas, hence the lowest cost [USD/h], a candidate can reach.
+  one replica serves at most N B / (decode tokens x t(B)) requests/s; and every token (prompt
+  or output) passes through an iteration of at most the token budget M, each costing at least
+  t_min(M) / M, so at most N M / (all tokens x t_min(M)) requests/s. The lower of the two
+  gives the fewest replicas, hence the lowest cost [USD/h], a candidate can reach.
 
 Stage 2, simulation (``evaluate_candidate``, one task per candidate, run by an executor): the
 max-load rate, the largest Poisson rate meeting the SLO (``serving.max_rate_meeting_slo``),
@@ -267,6 +270,19 @@ def _decode_s(cost, ctx: np.ndarray, b: int = 1) -> np.ndarray:
     return t[inv]
 
 
+def _least_pass_s(cost, tokens: int) -> float:
+    """The least time [s] of an iteration over ``tokens`` new tokens: each token attends at
+    least to itself and reads at least its own position, no logits, over the number of
+    sequences (1 to PP: pipeline microbatches) that makes it fastest. Per token this falls
+    with the tokens of the pass, so ``tokens`` x (this / budget) bounds any pass below."""
+    pp = len(cost.stages)
+    row = _rows(cost, [tokens], [tokens], [0.0])[0]
+    row[3] = row[4] = tokens                       # P = K = T
+    if cost.window:
+        row[5] = row[6] = tokens
+    return min(float(cost.time_s(row[None, :], n)[0]) for n in range(1, pp + 1))
+
+
 def bounds(mix: TrafficMix, cand: Candidate) -> Bound:
     """The closed-form stage for one candidate (see the module docstring)."""
     why = support(mix, cand)
@@ -298,22 +314,34 @@ def bounds(mix: TrafficMix, cand: Candidate) -> Bound:
     # zero-load floors over the Poisson stream (what the SLO search simulates)
     _, isl, osl = _draw(d, mix.requests, mix.seed, False)
     q = d.slo_percentile
-    ttft = float(np.percentile(_lone_prefill_s(cost, cfg, isl), q))
     multi = osl > 1
-    tpot = (float(np.percentile(_decode_s(cost, isl[multi] + 1), q)) if multi.any()
-            else 0.0)
+    if cand.pp == 1:
+        ttft = float(np.percentile(_lone_prefill_s(cost, cfg, isl), q))
+        tpot = (float(np.percentile(_decode_s(cost, isl[multi] + 1), q)) if multi.any()
+                else 0.0)
+    else:
+        # pipeline microbatches split an iteration's work evenly: a request sharing one with
+        # others may finish its pass sooner than alone, but never in less than 1 / PP of its
+        # lone time, nor a decode step in less than one at the shortest context
+        ttft = float(np.percentile(_lone_prefill_s(cost, cfg, isl), q)) / cand.pp
+        tpot = (float(_decode_s(cost, np.array([int(isl.min()) + 1]))[0]) if multi.any()
+                else 0.0)
     if ttft * FLOOR_MARGIN > d.ttft_slo_s or tpot * FLOOR_MARGIN > d.tpot_slo_s:
         return Bound(cand, "the zero-load latency floor misses the SLO", "latency",
                      ttft, tpot)
-    # max-load throughput bound (the max-load stream bounds the search's upper rate)
+    # max-load throughput bound (the max-load stream bounds the search's upper rate): the
+    # decode bound and the token-budget bound, whichever is lower
     b = max(1, min(cfg.max_batch, blocks // int(-(-(int(isl_m.min()) + 1) // block))))
     decode_tokens = float((osl_m - 1).sum())
+    rate_ub = math.inf
     if decode_tokens > 0:
         t_b = float(_decode_s(cost, np.array([int(isl_m.min()) + 1]), b)[0])
-        rate_ub = len(osl_m) * b / (decode_tokens * t_b) * BOUND_MARGIN
-        reps = max(1, math.ceil(d.rate_rps / rate_ub - 1e-9))
-    else:
-        rate_ub, reps = math.inf, 1
+        rate_ub = len(osl_m) * b / (decode_tokens * t_b)
+    m_tok = cfg.max_num_tokens
+    t_m = _least_pass_s(cost, m_tok)
+    rate_ub = min(rate_ub, len(osl_m) * m_tok / ((float(isl_m.sum()) + decode_tokens) * t_m))
+    rate_ub *= BOUND_MARGIN
+    reps = max(1, math.ceil(d.rate_rps / rate_ub - 1e-9))
     price = price_per_gpu_hour(cand.hardware, mix.prices)
     gpus = reps * cand.gpus
     lb = gpus * price

@@ -32,6 +32,7 @@ PAGES = [
     ("Extended", "app_pages/speculative_page.py", "Speculative", ":material/fast_forward:"),
     ("Extended", "app_pages/validation_page.py", "Validation", ":material/fact_check:"),
     ("Deployment", "app_pages/serving_page.py", "Serving", ":material/dns:"),
+    ("Deployment", "app_pages/fleet_page.py", "Fleet", ":material/lan:"),
     ("Compare", "app_pages/compare_page.py", "Compare", ":material/compare_arrows:"),
 ]
 

@@ -80,6 +80,8 @@ CLUSTER_DEVICE = {
     "8x-amd-mi300x-infinity-fabric": "amd-mi300x",
     "8x-nvidia-h100-sxm-nvlink": "nvidia-h100-sxm",
     "8x-nvidia-h200-sxm-nvlink": "nvidia-h200-sxm",
+    "8x-nvidia-b200-nvlink": "nvidia-b200",
+    "8x-nvidia-l40s-pcie": "nvidia-l40s",
 }
 
 

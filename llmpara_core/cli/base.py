@@ -27,7 +27,7 @@ from ..workload import Workload
 
 # Modules that add subcommands: (module name relative to this package).
 SUBCOMMANDS: list[str] = ["hetero", "metrics", "speculative", "shard",
-                          "dse", "validate", "serve"]
+                          "dse", "validate", "serve", "plan"]
 
 FORMATS = ("table", "json", "csv")
 MAX_ERROR_CHARS = 500

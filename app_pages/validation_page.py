@@ -13,7 +13,9 @@ from llmpara_core.calibration import measurements as validation
 from llmpara_core.calibration.stacks import default_stack
 from llmpara_core.efficiency_table import read_table
 from llmpara_core.errors import ConfigError
-from llmpara_core.units import S_PER_US
+from llmpara_core.precision import DType
+from llmpara_core.roofline import gemm_peaks
+from llmpara_core.units import FLOPS_PER_TFLOP, S_PER_US
 from ui.format import escape_md, fmt_pct, sig
 from ui.scenario import chart_config, try_scenario
 from ui.tables import download_csv, download_json
@@ -284,15 +286,18 @@ def method(data: dict) -> None:
                  **{k: v for k, v in zip(
             ("memory", "kernel overhead [µs]", "kv_read", "compute", "gemm_half_tokens",
              "step overhead [µs]", "seq overhead [µs]", "stage hop [µs]",
-             "act-quant kernels", "quantised GEMMs (of compute)", "TP row-split copy [µs]",
-             "speculating: host per seq [µs]"),
+             "act-quant kernels", "quantised GEMMs (of compute on their unit)",
+             "TP row-split copy [µs]", "speculating: host per seq [µs]",
+             "16-bit GEMM peak [TFLOP/s]", "quantised GEMM unit (× that peak)"),
             (e.memory, e.kernel_overhead_s / S_PER_US, e.kv_read, e.compute, e.gemm_half_tokens,
              e.step_overhead_s / S_PER_US, e.seq_overhead_s / S_PER_US,
              e.stage_hop_s / S_PER_US, e.act_quant_kernels, e.quant_compute,
              e.tp_row_copy_s / S_PER_US,
-             e.spec_host_seq_s / S_PER_US))}}
+             e.spec_host_seq_s / S_PER_US,
+             peaks[0] / FLOPS_PER_TFLOP, peaks[2]))}}
             for name in ("generic",) + tuple(calibration.FRAMEWORKS)
-            for e in [table.efficiency_for(hw, name)]]
+            for e in [table.efficiency_for(hw, name)]
+            for peaks in [gemm_peaks(hw, DType.FP16, e)]]
         with st.expander(f"Efficiency of the sidebar's hardware ({scn.hardware.name}) per "
                          "framework (`llmpara analyze --framework NAME`)"):
             st.dataframe(pd.DataFrame(rows), hide_index=True)

@@ -56,6 +56,12 @@ def parse_class_entry(name: str, entry) -> dict:
               "quant_compute"):
         if k in entry:
             out[k] = _number(f"class.{name}.{k}", entry[k])
+    for k in ("gemm_fp16_acc16", "quant_gemm_int8"):      # the reference stack's GEMM units
+        if k in entry:
+            if not isinstance(entry[k], bool):
+                raise ConfigError(f"efficiency.toml: class.{name}.{k} must be true or false, "
+                                  f"got {entry[k]!r}")
+            out[k] = entry[k]
     for k, field in OPTIONAL_US.items():
         if k in entry:
             out[field] = _number(f"class.{name}.{k}", entry[k]) * US_TO_S

@@ -83,6 +83,21 @@ MAX_STREAM_BYTES_PER_CU_CYCLE = 1024.0
 STREAM_FIELDS = ("stream_bytes_per_cu_cycle", "quant_stream_bytes_per_cu_cycle")
 # Launches per execution of one operator a stack's kernel plan may state.
 MAX_PLAN_LAUNCHES = 8.0
+# Which units a stack's GEMMs run on (Efficiency; roofline.gemm_peaks).
+GEMM_UNIT_FIELDS = ("gemm_fp16_acc16", "quant_gemm_int8")
+# GPU architectures whose matrix units run the int8 MMA that llama.cpp's quantised matmuls
+# (MMQ, q8_1 activations) use: NVIDIA Turing and newer (int8 mma.sync; ggml-cuda's MMQ takes
+# its mma path from compute capability 7.5, below it dp4a) and AMD RDNA4 (WMMA int8:
+# github ggml-org/llama.cpp PR #17156 "HIP: WMMA-MMQ kernels for RDNA 4", merged Nov 2025).
+# Left out: RDNA3 / RDNA3.5 (PR #17576 added WMMA-MMQ there too, but their WMMA runs int8 at
+# the fp16 rate, and a preset's int8 may be its NPU's), CDNA (not checked), Apple GPUs (no int8
+# matrix unit: Metal dequantises to half), Intel (SYCL path not checked) and CPUs: their
+# quantised matmuls run at the 16-bit rate.
+INT8_MMA_ARCHITECTURES = ("turing", "ampere", "ada", "hopper", "blackwell", "rdna4")
+# FP16 accumulation is never slower than FP32 accumulation and on no part more than twice as
+# fast (GeForce Ampere, Ada and Blackwell: exactly 2x, NVIDIA's GA102, Ada and RTX Blackwell
+# whitepapers; datacenter and professional parts: equal).
+MAX_ACC16_RATIO = 2.0
 
 
 def plan_launches(plan: tuple, name: str | None) -> float:
@@ -139,11 +154,21 @@ class Efficiency:
     launches differently from one kernel each (``roofline.launches``): 0 where it fuses the
     operator into a neighbour's kernel, 2 where it splits it in two; unnamed operators launch
     one. Set by the stack's profile from its source, not by hardware files.
-    ``quant_compute`` is the fraction of the GEMM rate (``compute``) a stack's matmuls with
-    quantised weights reach at many tokens in flight (``Operator.quantized``): kernels that
-    unpack blocks of quantised weights inside their inner loop (llama.cpp's MMQ kernels on
-    q8_1 activations, its Metal kernels dequantising to half in threadgroup memory) run
-    below the stack's 16-bit GEMM (cuBLAS / its F16 path); 1 = no difference."""
+    ``quant_compute`` is the fraction of the GEMM rate (``compute``) of the unit that runs
+    them a stack's matmuls with quantised weights reach at many tokens in flight
+    (``Operator.quantized``): kernels that unpack blocks of quantised weights inside their
+    inner loop (llama.cpp's MMQ kernels on q8_1 activations, its Metal kernels dequantising to
+    half in threadgroup memory) run below the stack's 16-bit GEMM (cuBLAS / its F16 path);
+    1 = no difference.
+    ``gemm_fp16_acc16``: the stack's 16-bit GEMMs accumulate in FP16, so they run at the
+    device's ``peak_fp16_acc16_flops_per_s`` where its file gives one (GeForce cards: twice
+    the FP32-accumulate rate of the spec sheet) -- llama.cpp's CUDA back end calls cuBLAS with
+    CUBLAS_COMPUTE_16F for F16 matmuls. ``quant_gemm_int8``: its matmuls with quantised
+    weights run on the int8 tensor cores with 8-bit activations (llama.cpp's MMQ: q8_1
+    activations, int8 mma.sync), at the device's int8 peak where its file gives one and its
+    architecture has int8 MMA (``INT8_MMA_ARCHITECTURES``); else at the 16-bit rate.
+    ``roofline.gemm_peaks`` applies both. Set by the stack (the reference stack's class
+    values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -161,6 +186,8 @@ class Efficiency:
     quant_stream_bytes_per_cu_cycle: float = 0.0
     kernel_plan: tuple = ()
     quant_compute: float = 1.0
+    gemm_fp16_acc16: bool = False
+    quant_gemm_int8: bool = False
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")
@@ -187,6 +214,10 @@ class Efficiency:
             raise ConfigError("efficiency.kernel_plan must be ((operator name, launches), ...)")
         for name, n in self.kernel_plan:
             require_float(f"efficiency.kernel_plan[{name}]", n, lo=0, hi=MAX_PLAN_LAUNCHES)
+        for f in GEMM_UNIT_FIELDS:
+            if not isinstance(getattr(self, f), bool):
+                raise ConfigError(f"efficiency.{f} must be true or false, got "
+                                  f"{short(getattr(self, f))}")
 
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =
@@ -484,6 +515,9 @@ class Hardware:
     architecture: Architecture | None = None   # chip generation, None = unknown / research
     boost_clock_mhz: float | None = None       # GPU boost clock [MHz], None = unknown
     compute_units: float | None = None         # SMs / CUs / Xe cores, None = unknown
+    # dense FP16 tensor rate with FP16 accumulation where it exceeds the FP32-accumulate
+    # ``peak_fp16_flops_per_s`` (GeForce cards: 2x); None = the same rate
+    peak_fp16_acc16_flops_per_s: float | None = None
 
     def __post_init__(self):
         check_name("hardware name", self.name)
@@ -503,6 +537,19 @@ class Hardware:
                      ("boost_clock_mhz", "clock_mhz"), ("compute_units", "compute_units")):
             check_float(b, getattr(self, f), f, allow_none=True)
         check_idle_le_tdp(self.idle_w, self.tdp_w, f"{self.name}: ")
+        acc16 = self.peak_fp16_acc16_flops_per_s
+        if acc16 is not None:
+            check_float("peak_flops_per_s", acc16, "peak fp16_acc16 [FLOP/s]")
+            fp16 = self.peak_fp16_flops_per_s
+            if fp16 is None:
+                raise ConfigError(f"{self.name}: peak fp16_acc16 (FP16 accumulate) needs the "
+                                  "fp16 peak (FP32 accumulate) it is a faster mode of")
+            if not fp16 <= acc16 <= MAX_ACC16_RATIO * fp16 * (1 + 1e-9):
+                raise ConfigError(
+                    f"{self.name}: peak fp16_acc16 ({acc16 / 1e12:g} TFLOP/s) must be between "
+                    f"the fp16 peak ({fp16 / 1e12:g}) and {MAX_ACC16_RATIO:g}x it: FP16 "
+                    "accumulation is never slower than FP32 accumulation, and on no part more "
+                    "than twice as fast")
         for f, kind in (("memory_type", MemoryType), ("architecture", Architecture)):
             value = getattr(self, f)
             if value is not None and not isinstance(value, kind):

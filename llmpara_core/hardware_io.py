@@ -32,6 +32,8 @@ TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "
             "process_nm", "boost_clock_MHz", "compute_units", "peak_TFLOPS", "efficiency",
             "memory_tiers", "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
+# fp16 with FP16 accumulation where faster than fp16's FP32-accumulate spec figure (GeForce)
+ACC16_KEY = "fp16_acc16"
 # A stage hop (host hand-off per pipeline-stage boundary per pass) above 0.1 s is not a
 # runtime's cost but a typo.
 MAX_STAGE_HOP_US = 1e5
@@ -166,9 +168,10 @@ def slugify(text: str) -> str:
 
 def _peaks(data: dict, origin: str) -> dict[str, float]:
     table = _table(data, "peak_TFLOPS", origin, "peak_TFLOPS", required=True)
-    _check_keys(table, PEAK_KEYS, origin, "peak_TFLOPS.")
+    _check_keys(table, PEAK_KEYS + (ACC16_KEY,), origin, "peak_TFLOPS.")
     tflops = {k: _number(table, k, origin, f"peak_TFLOPS.{k}", positive=True)
               for k in PEAK_KEYS}
+    acc16 = _number(table, ACC16_KEY, origin, f"peak_TFLOPS.{ACC16_KEY}", positive=True)
     fp16, bf16 = tflops.pop("fp16"), tflops.pop("bf16")
     if fp16 is not None and bf16 is not None and fp16 != bf16:
         raise _fail(origin, f"'peak_TFLOPS.bf16' ({bf16:g}) must equal 'peak_TFLOPS.fp16' "
@@ -177,7 +180,7 @@ def _peaks(data: dict, origin: str) -> dict[str, float]:
     if all(v is None for v in tflops.values()):
         raise _fail(origin, f"[peak_TFLOPS] needs at least one of {', '.join(PEAK_KEYS)}")
     return {f"peak_{d.value}_flops_per_s": _scaled(tflops[d.value], FLOPS_PER_TFLOP)
-            for d in DType}
+            for d in DType} | {"peak_fp16_acc16_flops_per_s": _scaled(acc16, FLOPS_PER_TFLOP)}
 
 
 def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency | None:
@@ -208,6 +211,8 @@ def _efficiency(data: dict, hw_class: HardwareClass, origin: str) -> Efficiency 
                       stage_hop_s=default.stage_hop_s if hop is None else hop,
                       act_quant_kernels=default.act_quant_kernels if aq is None else aq,
                       quant_compute=default.quant_compute if qc is None else qc,
+                      gemm_fp16_acc16=default.gemm_fp16_acc16,       # the stack's, not keys
+                      quant_gemm_int8=default.quant_gemm_int8,
                       **{k: getattr(default, k) if v is None else v for k, v in stream.items()})
 
 
@@ -392,6 +397,7 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
     peaks: dict[str, Any] = {}
     for d in DType:
         _put(peaks, d.value, hw.peak_flops_per_s_raw(d), FLOPS_PER_TFLOP)
+    _put(peaks, ACC16_KEY, hw.peak_fp16_acc16_flops_per_s, FLOPS_PER_TFLOP)
     out["peak_TFLOPS"] = peaks
     if hw.efficiency is not None:
         eff: dict[str, Any] = {}

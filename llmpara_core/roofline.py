@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import IDEAL, Efficiency, Hardware, plan_launches
+from .hardware import IDEAL, INT8_MMA_ARCHITECTURES, Efficiency, Hardware, enum_key, plan_launches
 from .precision import DType
 
 
@@ -37,7 +37,7 @@ class Rates:
     weight_limit_bytes_per_s: float = 0.0        # 16-bit weights stream at most this fast
     quant_weight_limit_bytes_per_s: float = 0.0  # quantised weights (0 = no limit)
     kernel_plan: tuple = ()              # the stack's launches per operator (Efficiency)
-    quant_compute: float = 1.0           # quantised-weight GEMMs run at this share of flops_per_s
+    quant_compute: float = 1.0           # quantised-weight GEMMs run at this multiple of flops_per_s
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -62,7 +62,7 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
     tokens per sequence) sets the GEMM compute fraction (``Efficiency.compute_at``; None = the
     large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``)."""
     eff = IDEAL if not estimated else (efficiency or hardware.effective_efficiency)
-    peak, used = hardware.peak_flops_per_s(dtype)
+    peak, used, quant_ratio = gemm_peaks(hardware, dtype, eff)
     link = None
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
@@ -71,7 +71,33 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
                  eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
-                 *weight_stream_limits(hardware, eff), eff.kernel_plan, eff.quant_compute)
+                 *weight_stream_limits(hardware, eff), eff.kernel_plan,
+                 eff.quant_compute * quant_ratio)
+
+
+def gemm_peaks(hardware: Hardware, dtype: DType, eff: Efficiency) -> tuple[float, DType, float]:
+    """(peak [FLOP/s] of the stack's GEMMs in ``dtype``, the data type whose peak it is, how
+    many times that rate its matmuls with quantised weights run at before ``quant_compute``).
+
+    The units a stack's GEMMs run on (``Efficiency.gemm_fp16_acc16``,
+    ``Efficiency.quant_gemm_int8``): 16-bit GEMMs that accumulate in FP16 run at the device's
+    ``peak_fp16_acc16_flops_per_s`` where its file gives one (GeForce: twice the spec sheet's
+    FP32-accumulate rate); quantised matmuls on int8 MMA run at the device's int8 peak where
+    its file gives one and its architecture has int8 MMA (``INT8_MMA_ARCHITECTURES``), else at
+    the 16-bit rate (ratio 1). Only passes in a 16-bit data type (or its fp32 fallback) change:
+    a W8A8 or FP8 pass already runs at its own type's peak."""
+    peak, used = hardware.peak_flops_per_s(dtype)
+    if dtype is not DType.FP16:
+        return peak, used, 1.0
+    acc16 = getattr(hardware, "peak_fp16_acc16_flops_per_s", None)
+    if eff.gemm_fp16_acc16 and acc16 and used is DType.FP16:
+        peak = acc16
+    ratio = 1.0
+    int8 = hardware.peak_int8_flops_per_s
+    if (eff.quant_gemm_int8 and int8
+            and enum_key(getattr(hardware, "architecture", None)) in INT8_MMA_ARCHITECTURES):
+        ratio = int8 / peak
+    return peak, used, ratio
 
 
 def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, float]:
@@ -90,7 +116,8 @@ def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, fl
 
 def quant_flops_factor(r: Rates, quantized):
     """How many times a matmul's FLOPs count against ``flops_per_s``: 1 / ``quant_compute``
-    where its weights are quantised (``quantized``: a bool, or a 0..1 array of each
+    (the quantised matmuls' rate as a multiple of ``flops_per_s``: the stack's fraction of the
+    unit that runs them, ``gemm_peaks``) where its weights are quantised (``quantized``: a bool, or a 0..1 array of each
     operator's quantised share of its weights), 1 otherwise."""
     if r.quant_compute == 1.0:
         return 1.0

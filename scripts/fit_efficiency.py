@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from concurrent.futures import ProcessPoolExecutor
 import sys
 import time
 import tomllib
@@ -44,6 +45,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="print the results, write nothing")
     ap.add_argument("--no-cv", action="store_true", help="skip leave-one-device-out")
     ap.add_argument("--no-frameworks", action="store_true", help="fit the classes only")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes for the leave-one-device-out refits (default 1; the "
+                         "folds are independent, the result is the same)")
     args = ap.parse_args(argv)
     try:
         rows, skipped = (validation.read_measurements(args.data.read_bytes()) if args.data
@@ -68,8 +72,10 @@ def main(argv=None) -> int:
     _print_table(table)
     _print_errors(summary)
     info = fit_info(args.data, mapped, skipped + bad, summary)
+    if not args.dry_run and not args.no_cv:    # the fit first: a long check cannot lose it
+        args.out.write_text(calibration.table_to_toml(table, info), encoding="utf-8")
     if not args.no_cv:
-        info["leave_one_device_out"] = _cv(mapped, table)
+        info["leave_one_device_out"] = _cv(mapped, table, max(1, args.jobs))
     if not args.dry_run:
         args.out.write_text(calibration.table_to_toml(table, info), encoding="utf-8")
         print(f"wrote {args.out}")
@@ -96,11 +102,27 @@ def fit_info(data, mapped, skipped, summary) -> dict:
     return info
 
 
-def _cv(mapped, table) -> dict:
+def _fold(args):
+    """One device's held-out predictions (a worker of ``_cv``)."""
+    mapped, table, slug = args
+    return fitting.leave_one_device_out(mapped, table, [slug])
+
+
+def _cv(mapped, table, jobs: int = 1) -> dict:
     """Leave-one-device-out median |error| by regime, by regime and class, and of the
-    batched rows by stack."""
+    batched rows by stack (``jobs`` processes: one fold per held-out device, the folds of
+    ``fitting.leave_one_device_out``)."""
     t0 = time.time()
-    held = fitting.leave_one_device_out(mapped, table)
+    if jobs == 1:
+        held = fitting.leave_one_device_out(mapped, table)
+    else:
+        first = {}
+        for r in mapped:                  # one slug per physical device (twins held together)
+            first.setdefault(fitting.device_key(r.hardware), r.hardware.slug)
+        with ProcessPoolExecutor(jobs) as pool:
+            held = [p for part in pool.map(_fold, [(mapped, table, s)
+                                                    for s in sorted(first.values())])
+                    for p in part]
     by = defaultdict(list)
     for p in held:
         reg = validation.regime(p.row)

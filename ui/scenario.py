@@ -348,6 +348,10 @@ def apply_overrides(hw: Hardware, overrides: tuple[tuple[str, float], ...],
     for d in DTYPES:
         if f"peak_{d}" in o:
             changes[f"peak_{d}_flops_per_s"] = o[f"peak_{d}"] * FLOPS_PER_TFLOP
+    acc16, fp16 = hw.peak_fp16_acc16_flops_per_s, hw.peak_fp16_flops_per_s
+    if "peak_fp16" in o and acc16 and fp16:
+        # the edited card keeps its FP16-accumulate mode at the preset's ratio (GeForce: 2x)
+        changes["peak_fp16_acc16_flops_per_s"] = changes["peak_fp16_flops_per_s"] * acc16 / fp16
     if "bw" in o:
         changes["memory_bandwidth_bytes_per_s"] = o["bw"] * BYTES_PER_GB
     if "bw" in o or any(f"peak_{d}" in o for d in DTYPES):

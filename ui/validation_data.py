@@ -65,7 +65,7 @@ def _class_rows(table) -> list[dict]:
     return [{"class": c.value, "memory (× peak BW)": e.memory,
              "kernel overhead [µs] @ 2 GHz": e.kernel_overhead_s / S_PER_US,
              "kv_read (× achieved BW)": e.kv_read, "compute (× dense peak)": e.compute,
-             "quantised GEMMs (× compute)": e.quant_compute,
+             "quantised GEMMs (× compute on their unit)": e.quant_compute,
              "rows fitted": int(table.class_rows.get(c, 0)),
              "values": "fitted" if table.class_rows.get(c) else "provisional (no data)"}
             for c, e in table.classes.items()]

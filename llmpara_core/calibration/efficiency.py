@@ -59,6 +59,7 @@ from .. import efficiency_table
 from ..errors import ConfigError, did_you_mean
 from ..hardware import (
     ARCHITECTURE_EFFICIENCY,
+    GEMM_UNIT_FIELDS,
     MEMORY_TYPE_EFFICIENCY,
     PROVISIONAL_EFFICIENCY,
     Efficiency,
@@ -108,6 +109,17 @@ KV_PER_QUERY_HEAD = ("llama.cpp", "gpt-fast")
 # vLLM/TensorRT-LLM) dequantise the weights inside the matmul and read the activations as
 # they are: act_quant_kernels = 0.
 ACT_QUANT_STACKS = ("llama.cpp",)
+# The units a stack's GEMMs run on (``Efficiency.gemm_fp16_acc16`` / ``quant_gemm_int8``;
+# ``roofline.gemm_peaks`` applies them where the device has the unit). Read from the stacks'
+# sources, not fitted. FP16 accumulation: llama.cpp's CUDA back end runs F16 matmuls through
+# cublasGemmEx with CUBLAS_COMPUTE_16F at the default precision (ggml-cuda.cu,
+# ggml_cuda_op_mul_mat_cublas), at twice the FP32-accumulate rate on GeForce cards; PyTorch-
+# based stacks (vLLM, SGLang, gpt-fast, HF) and TensorRT-LLM accumulate FP16/BF16 GEMMs in FP32.
+# Int8 MMA: llama.cpp's quantised matmuls (MMQ, ggml-cuda/mmq.cu) multiply the weight blocks
+# with q8_1-quantised activations in int8 (mma.sync on Turing and newer); the other stacks'
+# weight-only kernels dequantise to 16 bits and run at the 16-bit rate.
+ACC16_STACKS = ("llama.cpp",)
+INT8_GEMM_STACKS = ("llama.cpp",)
 # The weight-streaming bound per compute unit and cycle (``Efficiency.stream_bytes_per_cu_cycle``
 # / ``quant_stream_bytes_per_cu_cycle``) is a property of a stack's matrix-vector kernels: only
 # the reference stack's profile carries one, fitted on its rows (fitting.fit_stream_limits; the
@@ -177,7 +189,10 @@ class FrameworkProfile:
     ``kv_reread`` = 0). ``act_quant``: it runs the reference stack's quantised-matmul path --
     the activations quantised in a kernel of their own before each quantised matmul (on GPUs)
     and weight blocks unpacked inside the matmul's inner loop -- so it keeps the class's
-    ``act_quant_kernels`` and ``quant_compute`` (other stacks: 0 and 1)."""
+    ``act_quant_kernels`` and ``quant_compute`` (other stacks: 0 and 1).
+    ``gemm_fp16_acc16`` / ``quant_gemm_int8``: the units its GEMMs run on (``ACC16_STACKS``,
+    ``INT8_GEMM_STACKS``): 16-bit GEMMs with FP16 accumulation, quantised matmuls on int8
+    MMA; the device's file says whether it has them (``roofline.gemm_peaks``)."""
     name: str
     label: str
     memory_scale: float = 1.0
@@ -189,6 +204,8 @@ class FrameworkProfile:
     native_kernels: bool = False
     kv_per_query_head: bool = False
     act_quant: bool = False
+    gemm_fp16_acc16: bool = False
+    quant_gemm_int8: bool = False
 
     def apply(self, eff: Efficiency, native_compute: float | None = None) -> Efficiency:
         """``eff`` (the reference stack's) as this stack reaches it; ``native_compute`` = the
@@ -198,6 +215,8 @@ class FrameworkProfile:
                       kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
                       act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
                       quant_compute=eff.quant_compute if self.act_quant else 1.0,
+                      gemm_fp16_acc16=self.gemm_fp16_acc16,
+                      quant_gemm_int8=self.quant_gemm_int8,
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         plan = tuple(sorted(KERNEL_PLANS.get(self.name, {}).items()))
@@ -247,7 +266,8 @@ class EfficiencyTable:
         name = resolve_framework(framework)
         return self.frameworks.get(name) or FrameworkProfile(
             name, FRAMEWORKS[name][0], kv_per_query_head=name in KV_PER_QUERY_HEAD,
-            act_quant=name in ACT_QUANT_STACKS, absolute=cited_absolute(name))
+            act_quant=name in ACT_QUANT_STACKS, absolute=cited_absolute(name),
+            gemm_fp16_acc16=name in ACC16_STACKS, quant_gemm_int8=name in INT8_GEMM_STACKS)
 
 
 def memory_type_of(hardware: Hardware) -> str | None:
@@ -326,7 +346,19 @@ def _profile(name: str, entry) -> FrameworkProfile:
                             native_kernels=bool(entry.get("native_kernels", False)),
                             kv_per_query_head=bool(entry.get("kv_per_query_head",
                                                               key in KV_PER_QUERY_HEAD)),
-                            act_quant=bool(entry.get("act_quant", key in ACT_QUANT_STACKS)))
+                            act_quant=bool(entry.get("act_quant", key in ACT_QUANT_STACKS)),
+                            gemm_fp16_acc16=_flag(name, entry, "gemm_fp16_acc16",
+                                                  key in ACC16_STACKS),
+                            quant_gemm_int8=_flag(name, entry, "quant_gemm_int8",
+                                                  key in INT8_GEMM_STACKS))
+
+
+def _flag(name: str, entry: dict, key: str, default: bool) -> bool:
+    v = entry.get(key, default)
+    if not isinstance(v, bool):
+        raise ConfigError(f"efficiency.toml: [framework.{name}] {key} must be true or false, "
+                          f"got {v!r}")
+    return v
 
 
 def _class(name: str) -> HardwareClass:
@@ -394,8 +426,15 @@ HEADER = """\
 #                  kernel of their own before each (ggml-cuda.cu ggml_cuda_op_mul_mat ->
 #                  quantize_row_q8_1_cuda). Not fitted: 1 on GPUs, 0 on Apple SoCs (Metal's
 #                  quantised mat-vec kernels read float activations) and CPUs (no launches).
-#                  quant_compute = fraction of the GEMM rate (compute) the reference stack's
-#                  matmuls with quantised weights reach in prefill: they unpack weight blocks
+#                  gemm_fp16_acc16, quant_gemm_int8 = true (GPU classes): the units the
+#                  reference stack's GEMMs run on, read from llama.cpp's CUDA source, not
+#                  fitted: F16 matmuls through cuBLAS with FP16 compute (the device's
+#                  fp16_acc16 peak where its file gives one: GeForce 2x the spec sheet's
+#                  FP32-accumulate fp16), quantised matmuls (MMQ, q8_1 activations) on int8
+#                  MMA (the file's int8 peak on NVIDIA Turing and newer); roofline.gemm_peaks.
+#                  quant_compute = fraction of the GEMM rate (compute) of that unit the
+#                  reference stack's matmuls with quantised weights reach in prefill: they
+#                  unpack weight blocks
 #                  in their inner loop (CUDA/HIP: MMQ kernels on q8_1 activations; Metal:
 #                  dequantised to half in threadgroup memory) where 16-bit weights go to
 #                  cuBLAS / simdgroup GEMMs. Fitted per class with compute, where >= 2 devices
@@ -437,6 +476,9 @@ HEADER = """\
 #                  head (llama.cpp; gpt-fast repeats K/V to every query head) and keeps the
 #                  class's kv_reread; other stacks (paged attention / FlashDecoding, fused
 #                  GQA kernels) read each KV block once per group: kv_reread = 0.
+#                  gemm_fp16_acc16 / quant_gemm_int8 = true: the stack's GEMM units
+#                  (llama.cpp; efficiency.ACC16_STACKS, INT8_GEMM_STACKS): other stacks
+#                  accumulate in FP32 and dequantise to 16 bits (the device's fp16 peak).
 #                  act_quant = true (llama.cpp): the stack keeps the class's
 #                  act_quant_kernels and quant_compute (other stacks: quant_compute 1, no
 #                  data separates theirs); other stacks dequantise inside the matmul: 0, unless
@@ -512,8 +554,9 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"kv_reread = {_fmt(e.kv_reread)}",
                   f"act_quant_kernels = {_fmt(e.act_quant_kernels)}",
                   f"quant_compute = {_fmt(e.quant_compute)}",
-                  f"attention_compute = {_fmt(e.attention_compute)}",
-                  f"rows = {table.class_rows[cls]}", ""]
+                  f"attention_compute = {_fmt(e.attention_compute)}"]
+        lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]
+        lines += [f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):
         lines.append(f'[memory_type."{name}"]')
         lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]
@@ -537,6 +580,10 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
             lines.append("kv_per_query_head = true")
         if p.act_quant:
             lines.append("act_quant = true")
+        if p.gemm_fp16_acc16:
+            lines.append("gemm_fp16_acc16 = true")
+        if p.quant_gemm_int8:
+            lines.append("quant_gemm_int8 = true")
         lines.append(f"rows = {p.rows}")
         if p.note:
             lines.append(f"note = {_value(p.note)}")

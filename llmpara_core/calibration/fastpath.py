@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
-from ..roofline import Rates, launches, op_time_s, plan_factors, weight_stream_limits
+from ..roofline import Rates, gemm_peaks, launches, op_time_s, plan_factors, weight_stream_limits
 from ..units import S_PER_MS
 from .measurements import Mapped
 
@@ -75,12 +75,15 @@ class RowFeatures:
 
     def _rates(self, eff: Efficiency, tokens: float) -> Rates:
         bw = self.bandwidth_bytes_per_s * eff.memory
-        return Rates(self.peak_flops_per_s * eff.compute_at(tokens), bw,
+        peak, ratio = self.peak_flops_per_s, 1.0
+        if eff.gemm_fp16_acc16 or eff.quant_gemm_int8:     # the stack's GEMM units
+            peak, _, ratio = gemm_peaks(self.row.hardware, self.row.precision.compute_dtype, eff)
+        return Rates(peak * eff.compute_at(tokens), bw,
                      eff.kernel_overhead_s, None, None,
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                      *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
-                     eff.quant_compute)
+                     eff.quant_compute * ratio)
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload

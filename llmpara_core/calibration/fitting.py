@@ -60,6 +60,10 @@ MIN_DEVICES = 1
 MIN_DECODE_ROWS = 6
 MIN_PREFILL_ROWS = 4
 RESTARTS = 4                     # Nelder-Mead restarts of a class fit (converged: start-independent)
+# Where a class fit with prefill rows starts its attention fraction (fit_class): the fitted
+# GPU and Apple values sit at 0.1-0.2; from the provisional 1 the simplex stalled near 1 with
+# a higher loss (consumer GPUs: attention 0.9995, compute 0.37, loss +12 %).
+ATTENTION_START = 0.15
 # The GEMM fractions (compute, attention_compute) need prefill rows of two devices: one
 # device's prefill rows can be off by 10x (an A100 SXM notebook's F16 prompts at 3 % of peak),
 # and with one device they would set the class alone.
@@ -92,6 +96,14 @@ REFERENCE_KV_REREAD = 0.3
 # float activations and the CPU back end launches nothing. Written into each fitted
 # [class.*] as ``act_quant_kernels``.
 REFERENCE_ACT_QUANT_KERNELS = {HardwareClass.CONSUMER_GPU: 1.0, HardwareClass.DATACENTER_GPU: 1.0}
+# The units the reference stack's GEMMs run on, per GPU kernel class (``Efficiency.
+# gemm_fp16_acc16`` / ``quant_gemm_int8``; efficiency.ACC16_STACKS / INT8_GEMM_STACKS say
+# why). Not fitted: read from llama.cpp's CUDA back end (cuBLAS with FP16 compute for F16
+# matmuls; MMQ on int8 MMA for quantised ones). Whether a device has the faster unit is its
+# file's (``fp16_acc16``, ``int8`` and the architecture: ``roofline.gemm_peaks``). Written into
+# each fitted GPU [class.*].
+REFERENCE_GEMM_UNITS = {c: {"gemm_fp16_acc16": True, "quant_gemm_int8": True}
+                        for c in (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)}
 # Tried and not kept (issue 13): a dequantisation cost per weight format (extra streaming time
 # per weight for block formats -- int8/int4 weight-only, Q4_0 -- and k-quants, native
 # FP16/BF16/FP8 free). Per class on llama.cpp rows it lowered the in-sample batch-1 error (5.1
@@ -128,7 +140,8 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       kv_reread=base.kv_reread, act_quant_kernels=base.act_quant_kernels,
                       quant_compute=_sigmoid(x[5]) if fit_quant else base.quant_compute,
                       stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
-                      quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle)
+                      quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle,
+                      gemm_fp16_acc16=base.gemm_fp16_acc16, quant_gemm_int8=base.quant_gemm_int8)
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
@@ -152,16 +165,22 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
                                 + math.log(eff.quant_compute) ** 2)
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + prior
 
-    x0 = [_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
-          _logit(base.kv_read), _logit(base.compute), _logit(base.attention_compute)]
-    x0 = np.array(x0 + [_logit(min(base.quant_compute, 0.9))] if fit_quant else x0)
-    x = nelder_mead(loss, x0, step=1.0)
-    for _ in range(RESTARTS):            # restart until it stops improving: Nelder-Mead stalls
-        x_new = nelder_mead(loss, x, step=0.2)
-        improved = loss(x_new) < loss(x) - 1e-9
-        x = x_new if improved else x
-        if not improved:
-            break
+    def descend(attention: float) -> np.ndarray:
+        x0 = [_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
+              _logit(base.kv_read), _logit(base.compute), _logit(attention)]
+        x0 = np.array(x0 + [_logit(min(base.quant_compute, 0.9))] if fit_quant else x0)
+        x = nelder_mead(loss, x0, step=1.0)
+        for _ in range(RESTARTS):        # restart until it stops improving: Nelder-Mead stalls
+            x_new = nelder_mead(loss, x, step=0.2)
+            improved = loss(x_new) < loss(x) - 1e-9
+            x = x_new if improved else x
+            if not improved:
+                break
+        return x
+    # the GEMM and attention fractions trade along a shallow valley of prefill rows at 512 to
+    # 4,096 tokens: from the provisional attention fraction (1) the simplex can stall at the
+    # far end, so a class fit with prefill rows starts from ATTENTION_START
+    x = descend(ATTENTION_START if fit_compute else base.attention_compute)
     return _unpack(x, base, fit_compute, overhead_s, fit_quant)
 
 
@@ -514,6 +533,7 @@ def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo
             classes[cls], counts[cls] = _start(cls, classes, counts), 0
             continue
         start = replace(_start(cls, classes, counts), kv_reread=REFERENCE_KV_REREAD,
+                        **REFERENCE_GEMM_UNITS.get(cls, {}),
                         act_quant_kernels=REFERENCE_ACT_QUANT_KERNELS.get(cls, 0.0))
         start = _with_stream({cls: start}, limits)[cls]
         classes[cls] = fit_class([features(r) for r in rs], start,

@@ -208,6 +208,7 @@ def _cmd_hardware(args) -> None:
                "memory_type": hw.memory_type.value if hw.memory_type else None}
         for d in D:
             row[f"peak_{d.value}_flops_per_s"] = hw.peak_flops_per_s_raw(d)
+        row["peak_fp16_acc16_flops_per_s"] = hw.peak_fp16_acc16_flops_per_s
         row.update(memory_bandwidth_bytes_per_s=hw.memory_bandwidth_bytes_per_s,
                    memory_capacity_bytes=hw.memory_capacity_bytes, tdp_w=hw.tdp_w,
                    price_usd=hw.price_usd)

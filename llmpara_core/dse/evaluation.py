@@ -293,6 +293,8 @@ class DesignContext:
         cap, bw = point["cap_gb"] * BYTES_PER_GB, point["bw_gbps"] * BYTES_PER_GB
         peaks = {f"peak_{d.value}_flops_per_s": None for d in DType}
         peaks[f"peak_{self.dtype.value}_flops_per_s"] = point["peak_tflops"] * FLOPS_PER_TFLOP
+        # one peak per design: the base card's faster FP16-accumulate mode is not a variable
+        peaks["peak_fp16_acc16_flops_per_s"] = None
         return replace(self.base, name=design_name(point), slug="", aliases=(), **peaks,
                        memory_bandwidth_bytes_per_s=bw, memory_capacity_bytes=cap,
                        tdp_w=point["tdp_w"], idle_w=None, price_usd=point["price_usd"],

@@ -71,6 +71,10 @@ def parse_precision(spec: str) -> Precision:
     return replace(p, name=str(spec), **changes) if changes else p
 
 
+def mul_peak(v: float | None, devices: int) -> float | None:
+    return None if v is None else v * devices
+
+
 def aggregate(hw: Hardware, devices: int) -> Hardware:
     """``devices`` copies of ``hw`` treated as one device (bandwidth, compute, capacity and power
     multiplied; collectives ignored): a first-order stand-in for tensor/expert parallelism."""
@@ -78,6 +82,7 @@ def aggregate(hw: Hardware, devices: int) -> Hardware:
         return hw
     peaks = {f"peak_{d.value}_flops_per_s": (v * devices if (v := hw.peak_flops_per_s_raw(d))
                                               is not None else None) for d in DType}
+    peaks["peak_fp16_acc16_flops_per_s"] = mul_peak(hw.peak_fp16_acc16_flops_per_s, devices)
     tiers = tuple(replace(t, capacity_bytes=t.capacity_bytes * devices,
                           bandwidth_bytes_per_s=t.bandwidth_bytes_per_s * devices)
                   for t in hw.memory_tiers)

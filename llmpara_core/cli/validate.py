@@ -21,6 +21,9 @@ from ..errors import ConfigError
 from ..calibration.measurements import MAX_CSV_BYTES, REGIMES
 
 SPECULATIVE = "speculative"
+SERVING_MAXLOAD = "serving-maxload"
+MLPERF = "mlperf"
+SERVING = (SERVING_MAXLOAD, MLPERF)
 
 
 def register(sub) -> None:
@@ -33,11 +36,18 @@ def register(sub) -> None:
     p.add_argument("--loo", action="store_true",
                    help="leave-one-device-out: predict each device's rows with the model "
                         "refitted without them (slow: one refit per device)")
-    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE,), default="all",
+    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE,) + SERVING,
+                   default="all",
                    help="only rows of this regime: batch-1 decode, batched (running or "
                         "static batch > 1) or prefill (default all of these); speculative: "
                         "the published speculative-decoding batch sweeps, alpha fitted on each "
-                        "sweep's smallest batch and the other batches predicted")
+                        "sweep's smallest batch and the other batches predicted; "
+                        "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
+                        "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
+                        "Server rows (nothing fitted on either: --loo gives the same figures)")
+    p.add_argument("--requests", type=positive_int,
+                   help="serving regimes: requests simulated per row (default 1000 max-load; "
+                        "MLPerf 3000 offline / 1500 server)")
     p.add_argument("--device", action="append", metavar="PRESET",
                    help="with --loo: hold out only these device presets (repeatable)")
     p.add_argument("--worst", type=positive_int, default=12, help="worst cases to list")
@@ -62,6 +72,10 @@ def _read(path: str | None) -> bytes | None:
 def run(args) -> None:
     if args.regime == SPECULATIVE:
         return _run_speculative(args)
+    if args.regime in SERVING:
+        return _run_serving(args)
+    if args.requests is not None:
+        raise ConfigError("--requests applies to --regime serving-maxload or mlperf")
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
@@ -123,6 +137,58 @@ def _run_speculative(args) -> None:
                               for k in ("row_id", "batch", "gamma", "profile", "alpha_fitted",
                                         "role", "measured_speedup", "predicted_speedup",
                                         "error")} for r in bs.sweep_rows(v)])
+
+
+def _run_serving(args) -> None:
+    """``--regime serving-maxload | mlperf``: the serving simulator against published serving
+    results (shipped copies of the shared rows). Nothing is fitted on them, so every GPU is
+    out of sample and ``--loo`` prints the same figures."""
+    for flag, given in (("--data", args.data), ("--refit", args.refit),
+                        ("--device", args.device)):
+        if given:
+            raise ConfigError(f"{flag} does not apply to --regime {args.regime} (it validates "
+                              "the shipped serving rows; nothing is fitted on them)")
+    from ..serving import mlperf, validation as sv
+    if args.regime == SERVING_MAXLOAD:
+        rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)
+        comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS)
+        s = sv.error_summary(comps)
+        per_row = [{"row_id": c.row.row_id, "hardware": c.row.hardware, "model": c.row.model,
+                    "precision": c.row.precision, "tp": c.row.tp, "isl": c.row.isl,
+                    "osl": c.row.osl, "measured": c.row.measured, "predicted": c.predicted,
+                    "error": c.error, "skipped": c.skipped} for c in comps]
+        title = (f"serving max-load output tokens/s, TensorRT-LLM ({s['rows']} rows, "
+                 f"{s['skipped']} skipped)")
+        groups = [("all", "", s)] + [("gpu (= leave-one-GPU-out)", k, v)
+                                     for k, v in s["per_gpu"].items()] \
+            + [("tp", f"TP{k}", v) for k, v in s["per_tp"].items()]
+    else:
+        if args.requests:
+            comps = mlperf.compare(None, args.requests, args.requests)
+        else:
+            comps = mlperf.compare()
+        s = mlperf.error_summary(comps)
+        per_row = [{"system": c.row.system, "gpu": c.row.gpu, "tp": c.row.tp, "pp": c.row.pp,
+                    "instances": c.row.instances, "benchmark": c.row.benchmark,
+                    "scenario": c.row.scenario, "precision": c.row.precision,
+                    "measured": c.row.measured, "predicted": c.predicted, "error": c.error,
+                    "skipped": c.skipped} for c in comps]
+        title = f"MLPerf Inference v4.1 output tokens/s ({s['rows']} rows, {s['skipped']} skipped)"
+        groups = [("all", "", s)] + [("scenario", k, v) for k, v in s["per_scenario"].items()] \
+            + [("gpu (= leave-one-GPU-out)", k, v) for k, v in s["per_gpu"].items()]
+    if args.format == "json":
+        emit({"regime": args.regime, "loo": args.loo, "summary": s, "rows": per_row}, "json")
+        return
+    if args.format == "csv":
+        emit(None, "csv", per_row)
+        return
+    sys.stdout.write(f"{title}: error = predicted / measured - 1; nothing is fitted on these "
+                     "rows, so each GPU's figure is its leave-one-GPU-out figure"
+                     f"{' (--loo: the same)' if args.loo else ''}.\n\n")
+    emit(None, "table", [{"group": k if not g else f"{k}: {g}", "n": v["rows"],
+                          "median_abs_error": _pct(v["median_abs_error"]),
+                          "signed_median": _pct(v["median_signed_error"], signed=True)}
+                         for k, g, v in groups])
 
 
 def _print_table(summary, loo: bool = False) -> None:

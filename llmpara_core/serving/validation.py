@@ -29,6 +29,8 @@ from .report import summarize
 from .requests import RequestSpec
 
 MAX_LOAD_REQUESTS = 1000
+SHIPPED_MAX_LOAD = Path(__file__).resolve().parent.parent.parent / "presets" / "tables" \
+    / "serving_max_load.csv"
 MODELS = {"Llama-3-8B": "llama-3-8b", "Llama-3.1-8B": "llama-3.1-8b", "Llama-2-7B": "llama-2-7b",
           "Mistral-7B": "mistral-7b-v0.1", "Mixtral-8x7B": "mixtral-8x7b",
           "Llama-3.1-70B": "llama-3.1-70b", "Llama-3-70B": "llama-3-70b",
@@ -118,14 +120,18 @@ def error_summary(comps) -> dict:
     fitted), with the signed median (bias) and the row counts."""
     ok = [c for c in comps if c.error is not None]
     by: dict[str, list[float]] = {}
+    by_tp: dict[int, list[float]] = {}
     for c in ok:
         by.setdefault(c.row.hardware, []).append(c.error)
+        by_tp.setdefault(c.row.tp, []).append(c.error)
     return {
         "rows": len(ok), "skipped": len(comps) - len(ok),
         "median_abs_error": median(abs(c.error) for c in ok) if ok else None,
         "median_signed_error": median(c.error for c in ok) if ok else None,
         "per_gpu": {k: {"rows": len(v), "median_abs_error": median(abs(e) for e in v),
                         "median_signed_error": median(v)} for k, v in sorted(by.items())},
+        "per_tp": {k: {"rows": len(v), "median_abs_error": median(abs(e) for e in v),
+                       "median_signed_error": median(v)} for k, v in sorted(by_tp.items())},
     }
 
 

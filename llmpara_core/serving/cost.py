@@ -102,6 +102,21 @@ class IterationCost:
         self.stages = tuple(self._fit_stage(s) for s in range(len(stage_models)))
         self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r
+        self._combined = tuple(self._combine(st) for st in self.stages)
+        net = self._ctx.net
+        self._bus = net.intra[1].link_bytes_per_s if net is not None else 0.0
+
+    def _combine(self, st: _Stage) -> tuple[np.ndarray, np.ndarray]:
+        """(effective FLOPs, effective bytes) coefficients per operator: what
+        ``roofline.effective_memory_bytes`` and ``quant_flops_factor`` do to a pass's FLOPs and
+        bytes is linear in its features, so it is folded into the coefficients once."""
+        r = self._rates
+        mem = effective_memory_bytes(st.mem, st.kv_read, r, st.kv_reread, st.weight,
+                                     st.quantized)
+        flops = st.flops * quant_flops_factor(r, st.quantized)
+        if r.attention_efficiency != 1.0:
+            flops = flops + st.attention * (1.0 / r.attention_efficiency - 1.0)
+        return np.asarray(flops, dtype=float), np.asarray(mem, dtype=float)
 
     # ---- the one rates hook ------------------------------------------------------------------
     def rates_for(self, tokens, batch) -> tuple[np.ndarray, np.ndarray]:
@@ -200,29 +215,28 @@ class IterationCost:
         F = np.atleast_2d(np.asarray(F, dtype=float))
         pp = len(self.stages)
         if pp == 1:
-            return self._stage_times(self.stages[0], F, n_seqs)
+            return self._stage_times(0, F, n_seqs)
         n_seqs = np.broadcast_to(np.asarray(n_seqs, dtype=float), (F.shape[0],))
         m = np.clip(n_seqs, 1, pp)
         Fm = self._microbatch(F, m)
-        times = np.array([self._stage_times(st, Fm, n_seqs) for st in self.stages])
+        times = np.array([self._stage_times(i, Fm, n_seqs) for i in range(pp)])
         return np.maximum(times.sum(0), m * times.max(0))
 
-    def _stage_times(self, st: _Stage, F: np.ndarray, n_seqs) -> np.ndarray:
+    def _stage_times(self, i: int, F: np.ndarray, n_seqs) -> np.ndarray:
         """Time [s] of one stage for feature rows ``F``: per operator max(FLOPs / F, bytes / B)
-        (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
-        r = self._rates
+        (KV reads at the KV-read efficiency, weights within the stack's streaming bound,
+        quantised and attention FLOPs at their shares: ``_combine``), kernel launches,
+        exposed collectives (TP all-reduces by NCCL's model)."""
+        r, st = self._rates, self.stages[i]
+        flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
-        mem = effective_memory_bytes(F @ st.mem, F @ st.kv_read, r, F @ st.kv_reread,
-                                     F @ st.weight, st.quantized)
-        flops = (F @ st.flops) * quant_flops_factor(r, st.quantized)
-        if r.attention_efficiency != 1.0:
-            flops += (F @ st.attention) * (1.0 / r.attention_efficiency - 1.0)
-        comp = np.maximum(flops / flops_per_s[:, None], mem / r.bytes_per_s).sum(1) \
+        comp = np.maximum((F @ flops_c) / flops_per_s[:, None],
+                          (F @ mem_c) * (1.0 / r.bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
         if st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(
-                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._ctx.net.intra[1].link_bytes_per_s)
+                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus)
         return comp + comm - np.minimum(self.plan.overlap * comm, comp)
 
     def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:

@@ -45,6 +45,8 @@ def register(sub) -> None:
                         "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
                         "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
                         "Server rows (nothing fitted on either: --loo gives the same figures)")
+    p.add_argument("--sample", type=positive_int, metavar="N",
+                   help="serving regimes: only every N-th row (a quick look)")
     p.add_argument("--requests", type=positive_int,
                    help="serving regimes: requests simulated per row (default 1000 max-load; "
                         "MLPerf 3000 offline / 1500 server)")
@@ -74,8 +76,8 @@ def run(args) -> None:
         return _run_speculative(args)
     if args.regime in SERVING:
         return _run_serving(args)
-    if args.requests is not None:
-        raise ConfigError("--requests applies to --regime serving-maxload or mlperf")
+    if args.requests is not None or args.sample is not None:
+        raise ConfigError("--requests and --sample apply to --regime serving-maxload or mlperf")
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
@@ -150,7 +152,7 @@ def _run_serving(args) -> None:
                               "the shipped serving rows; nothing is fitted on them)")
     from ..serving import mlperf, validation as sv
     if args.regime == SERVING_MAXLOAD:
-        rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)
+        rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)[::args.sample or 1]
         comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS)
         s = sv.error_summary(comps)
         per_row = [{"row_id": c.row.row_id, "hardware": c.row.hardware, "model": c.row.model,
@@ -163,10 +165,11 @@ def _run_serving(args) -> None:
                                      for k, v in s["per_gpu"].items()] \
             + [("tp", f"TP{k}", v) for k, v in s["per_tp"].items()]
     else:
+        rows = mlperf.load_rows()[::args.sample or 1]
         if args.requests:
-            comps = mlperf.compare(None, args.requests, args.requests)
+            comps = mlperf.compare(rows, args.requests, args.requests)
         else:
-            comps = mlperf.compare()
+            comps = mlperf.compare(rows)
         s = mlperf.error_summary(comps)
         per_row = [{"system": c.row.system, "gpu": c.row.gpu, "tp": c.row.tp, "pp": c.row.pp,
                     "instances": c.row.instances, "benchmark": c.row.benchmark,

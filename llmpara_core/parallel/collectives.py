@@ -34,6 +34,22 @@ NCCL_RING_BASE_LAT_S = (6.6e-6, 14.0e-6, 8.4e-6)
 NCCL_RING_NVLINK_STEP_S = (0.6e-6, 1.9e-6, 3.4e-6)
 NCCL_LL_MAX_BUS_BYTES_PER_S = 87.7e9
 NCCL_BUS_SHARE = (0.25, 0.92, 1.0)
+# NCCL's bus bandwidth per NVLink (NVIDIA/nccl src/graph/topo.h: SM80_NVLINK_BW 20.0,
+# SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1 GB/s) against the link's unidirectional peak
+# (NVLink 3 and 4: 25 GB/s per link, NVLink 5: 50 GB/s): the share of a device's NVLink peak
+# NCCL's rings run at. Other links: the Ampere share.
+NCCL_NVLINK_SHARE = {"ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0, "blackwell": 40.1 / 50.0}
+NCCL_NVLINK_SHARE_DEFAULT = 20.0 / 25.0
+
+
+def nccl_bus_bytes_per_s(hardware) -> float:
+    """The bus bandwidth [B/s] NCCL's model gives a device's NVLink rings: its unidirectional
+    link peak x ``NCCL_NVLINK_SHARE`` of its architecture."""
+    ic = hardware.interconnect
+    if ic is None:
+        return 0.0
+    arch = getattr(hardware.architecture, "value", hardware.architecture)
+    return ic.bandwidth_bytes_per_s * NCCL_NVLINK_SHARE.get(arch, NCCL_NVLINK_SHARE_DEFAULT)
 
 
 def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float):

@@ -35,14 +35,21 @@ from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
 from ..operators import OpKind, causal_pairs, keys_touched
-from ..parallel.collectives import Collective, Net, nccl_ring_all_reduce_s
+from ..parallel.collectives import Collective, Net, nccl_bus_bytes_per_s, nccl_ring_all_reduce_s
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
-from ..precision import Precision
+from ..precision import DType, Precision
 from ..roofline import effective_memory_bytes, launches, quant_flops_factor, rates
 from ..workload import Workload
 
 ALLREDUCE_MODELS = ("nccl", "alpha-beta")
+# Block-scaled FP4 GEMMs (NVFP4 / MXFP4 on Blackwell) reach a lower share of their peak than
+# FP8 GEMMs do of theirs (per-16/32-element scale handling): their FLOPs count 1 / this many
+# times. Fitted on the TensorRT-LLM max-load NVFP4 rows of the shared batched_throughput.csv
+# (B200, TP1, 32 rows; scripts/fit_fp4_share.py: +28.1 % signed at 1.0, +0.2 % at 0.56) --
+# the only FP4 device with rows, so there is no leave-one-GPU-out figure; the check on another
+# source, the MLPerf v4.1 B200 rows (preview software), goes from +17 / +21 % to -16 / -13 %.
+FP4_GEMM_SHARE = 0.56
 _TP_ALL_REDUCES = ("tp_all_reduce_attn", "tp_all_reduce_ffn", "embedding_all_reduce")
 RESIDUAL_BITS = 16
 
@@ -103,8 +110,7 @@ class IterationCost:
         self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r
         self._combined = tuple(self._combine(st) for st in self.stages)
-        net = self._ctx.net
-        self._bus = net.intra[1].link_bytes_per_s if net is not None else 0.0
+        self._bus = nccl_bus_bytes_per_s(hw)
 
     def _combine(self, st: _Stage) -> tuple[np.ndarray, np.ndarray]:
         """(effective FLOPs, effective bytes) coefficients per operator: what
@@ -116,6 +122,13 @@ class IterationCost:
         flops = st.flops * quant_flops_factor(r, st.quantized)
         if r.attention_efficiency != 1.0:
             flops = flops + st.attention * (1.0 / r.attention_efficiency - 1.0)
+        if r.dtype_used is DType.FP4:
+            # GEMMs at FP4_GEMM_SHARE of the FP4 rate; attention stays at the FP8 rate (NVFP4
+            # checkpoints keep an FP8 KV cache and FP8 attention: precision.py)
+            hw = self.hardware
+            ratio = hw.peak_flops_per_s(DType.FP4)[0] / hw.peak_flops_per_s(DType.FP8)[0]
+            flops = flops + (st.flops - st.attention) * (1.0 / FP4_GEMM_SHARE - 1.0) \
+                + st.attention * (ratio - 1.0) / r.attention_efficiency
         return np.asarray(flops, dtype=float), np.asarray(mem, dtype=float)
 
     # ---- the one rates hook ------------------------------------------------------------------

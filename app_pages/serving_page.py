@@ -84,9 +84,10 @@ stack = scn.stack if choice == SIDEBAR else scn.stack_of(load_hardware(choice))
 # ---- requests -------------------------------------------------------------------------------
 scenario = url_selectbox("Scenario", (CUSTOM,) + scenarios.SCENARIOS, key="sv_scenario",
                          default=CUSTOM,
-                         help="custom = the settings below; MLPerf offline = every request at once; Server / Interactive = "
-                              "Poisson arrivals reported at the largest rate whose p99 TTFT and "
-                              "TPOT meet the benchmark's limits (MLPerf LoadGen mlperf.conf)")
+                         help="custom = the settings below; offline = every request at "
+                              "once; server / interactive = Poisson arrivals reported at the "
+                              "largest rate whose p99 TTFT and TPOT meet the benchmark's "
+                              "limits (MLPerf LoadGen mlperf.conf)")
 fixed_load = scenario != CUSTOM
 cols = st.columns([2.6, 1, 1, 1, 1.4, 1])
 with cols[0]:

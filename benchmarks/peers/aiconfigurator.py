@@ -32,7 +32,8 @@ from pathlib import Path
 VENV = Path(os.environ.get("AIC_VENV", "/work/venv-aic"))
 SYSTEMS = {"NVIDIA H100 SXM 80GB": ("h100_sxm", 80), "NVIDIA A100 SXM4 80GB": ("a100_sxm", 80),
            "NVIDIA A100 PCIe 80GB": ("a100_pcie", 80), "NVIDIA L40S": ("l40s", 48)}
-MODELS = {"Llama-3.1-8B": "meta-llama/Meta-Llama-3.1-8B", "Llama-3-8B": "meta-llama/Meta-Llama-3.1-8B",
+MODELS = {"Llama-3.1-8B": "meta-llama/Meta-Llama-3.1-8B",
+          "Llama-3-8B": "meta-llama/Meta-Llama-3.1-8B",
           "Llama-2-7B": None, "Mistral-7B": None,
           "Llama-3.1-70B": "meta-llama/Meta-Llama-3.1-70B",
           "Llama-3-70B": "meta-llama/Meta-Llama-3.1-70B",

@@ -57,6 +57,8 @@ class MaxLoadRow:
     osl: int
     measured: float           # output tokens/s, whole system
     source: str
+    max_batch: int | None = None        # engine settings the source states (v0.10 / v0.11)
+    max_num_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,17 @@ def load_rows(path: str | Path) -> tuple[MaxLoadRow, ...]:
     with open(path, newline="") as f:
         return tuple(MaxLoadRow(r["row_id"], r["hardware"], r["model"], r["precision_weights"],
                                 int(float(r["tp"])), int(float(r["isl"])), int(float(r["osl"])),
-                                float(r["value"]), r["source_url"])
+                                float(r["value"]), r["source_url"], *_engine_settings(r["notes"]))
                      for r in csv.DictReader(f) if r["metric"] == "output_tok_s_total")
+
+
+def _engine_settings(notes: str) -> tuple[int | None, int | None]:
+    """(max batch size, max num tokens) of the engine build the row's source states (the
+    v0.10 build command, the v0.11 per-model settings); None where it states none."""
+    import re
+    b = re.search(r"max_batch_size[ =]+([0-9]+)", notes)
+    t = re.search(r"max_num_tokens[ =]+([0-9]+)", notes)
+    return (int(b.group(1)) if b else None), (int(t.group(1)) if t else None)
 
 
 def device_for(row: MaxLoadRow) -> str | None:
@@ -87,13 +98,19 @@ def device_for(row: MaxLoadRow) -> str | None:
 
 @functools.lru_cache(maxsize=1024)
 def predict(model: str, device: str, precision: str, tp: int, isl: int, osl: int,
-            requests: int = MAX_LOAD_REQUESTS) -> float:
-    """Simulated max-load output tokens/s of TensorRT-LLM for one configuration."""
+            requests: int = MAX_LOAD_REQUESTS, max_batch: int | None = None,
+            max_num_tokens: int | None = None) -> float:
+    """Simulated max-load output tokens/s of TensorRT-LLM for one configuration (with the
+    engine's stated max batch size and token budget where given)."""
     hw = load_hardware(device)
     m = load_model(model)
     cost = IterationCost(m, hw, precision_preset(precision), ParallelPlan(tp=tp),
                          efficiency_for(hw, "tensorrt-llm"))
     cfg = FRAMEWORK_DEFAULTS["tensorrt-llm"].config
+    if max_batch or max_num_tokens:
+        from dataclasses import replace
+        cfg = replace(cfg, max_batch=max_batch or cfg.max_batch,
+                      max_num_tokens=max_num_tokens or cfg.max_num_tokens)
     res = simulate(cost, cfg, RequestSpec(isl=isl, osl=osl, requests=requests))
     return summarize(res, cost).output_tokens_per_s
 
@@ -109,7 +126,7 @@ def compare(rows, requests: int = MAX_LOAD_REQUESTS) -> tuple[MaxLoadComparison,
             continue
         try:
             out.append(MaxLoadComparison(r, predict(model, dev, prec, r.tp, r.isl, r.osl,
-                                                    requests)))
+                                                    requests, r.max_batch, r.max_num_tokens)))
         except Exception as e:          # noqa: BLE001 - a row that cannot run is reported
             out.append(MaxLoadComparison(r, None, str(e).splitlines()[0]))
     return tuple(out)

@@ -83,8 +83,13 @@ def main() -> None:
                          "over the sorted list; 0 = all)")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--out", help="per-row CSV")
+    ap.add_argument("--reuse", metavar="CSV",
+                    help="take AIConfigurator's answers from a previous --out file (only ours "
+                         "are recomputed: no venv needed)")
     a = ap.parse_args()
     py = Path(a.venv) / "bin" / "python"
+    if a.reuse:
+        return rescore(a)
     if not py.exists():
         print(f"AIConfigurator side-by-side skipped: no virtualenv at {a.venv} (create it with "
               f"`python -m venv {a.venv} && {a.venv}/bin/pip install aiconfigurator`; it is a "
@@ -150,6 +155,28 @@ def main() -> None:
             w = csv.DictWriter(f, fieldnames=list(table[0]))
             w.writeheader()
             w.writerows(table)
+
+
+def rescore(a) -> None:
+    """Our side recomputed on the rows of a previous run, AIConfigurator's answers reused."""
+    import csv
+    from statistics import median
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root))
+    from llmpara_core.serving import validation as sv
+    with open(a.reuse, newline="") as f:
+        prev = {r["row_id"]: float(r["aiconfigurator"]) for r in csv.DictReader(f)}
+    rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.row_id in prev]
+    table = [(c.row, c.predicted / c.row.measured - 1, prev[c.row.row_id] / c.row.measured - 1)
+             for c in sv.compare(rows, a.requests) if c.predicted is not None]
+    print(f"{len(table)} rows of {a.reuse} (AIConfigurator's answers reused):")
+    for i, name in ((1, "llmpara"), (2, "aiconfigurator")):
+        e = [t[i] for t in table]
+        print(f"  {name:15s} median |error| {median(map(abs, e)):.1%}, signed {median(e):+.1%}")
+    for tp in sorted({t[0].tp for t in table}):
+        rs = [t for t in table if t[0].tp == tp]
+        print(f"  TP{tp}: {len(rs)} rows, llmpara {median(abs(t[1]) for t in rs):.1%}, "
+              f"aiconfigurator {median(abs(t[2]) for t in rs):.1%}")
 
 
 if __name__ == "__main__":

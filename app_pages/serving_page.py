@@ -3,7 +3,9 @@ TTFT / TPOT / E2E percentiles, running batch and KV-cache use over time, the lar
 rate meeting an SLO, replicas and GPUs for a target rate with $/M tokens and J/token, latency
 against load with the knee, and the throughput-latency frontier over deployments.
 
-The prompt and generated lengths of the sidebar are each request's ISL and OSL."""
+The prompt and generated lengths of the sidebar are each request's ISL and OSL, unless the
+*Lengths* select picks a data set of real requests (MLPerf's OpenOrca or DeepSeek-R1) or an
+uploaded CSV; the *Scenario* select applies an MLPerf scenario (arrivals and p99 limits)."""
 
 import json
 from dataclasses import asdict
@@ -14,6 +16,7 @@ import streamlit as st
 
 from llmpara_core import serving
 from llmpara_core.errors import ConfigError
+from llmpara_core.serving import lengths as length_sets, scenarios
 from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
@@ -29,6 +32,10 @@ NARROW_PX = 640                     # below this viewport width the inputs fold 
 VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")
 ARRIVALS = {"poisson": "Poisson", "gamma": "Gamma (bursty)", "max-load": "Max load"}
 TRI = ("default", "on", "off")
+UPLOAD = "upload"
+LENGTH_CHOICES = serving.LENGTHS + tuple(length_sets.NAMED) + (UPLOAD,)
+CUSTOM = "custom"
+
 COLORS = {"p50": "#4C78A8", "p90": "#F58518", "p99": "#E45756", "batch": "#4C78A8",
           "kv": "#54A24B", "slo": "#8C8C8C", "knee": "#B279A2"}
 MAX_PLOT_POINTS = 4000
@@ -92,24 +99,54 @@ with inputs:
 # ---- requests -------------------------------------------------------------------------------
 with inputs:
     st.markdown("**Requests, engine and SLO**")
-    cols = st.columns([2.6, 1, 1, 1, 1, 1])
+    scenario = url_selectbox("Scenario", (CUSTOM,) + scenarios.SCENARIOS, key="sv_scenario",
+                             default=CUSTOM,
+                             help="custom = the settings below; offline = every request at "
+                                  "once; server / interactive = Poisson arrivals reported at the "
+                                  "largest rate whose p99 TTFT and TPOT meet the benchmark's "
+                                  "limits (MLPerf LoadGen mlperf.conf)")
+    fixed_load = scenario != CUSTOM
+    cols = st.columns([2.6, 1, 1, 1, 1.4, 1])
 with cols[0]:
     arrival = url_segmented("Arrivals", list(ARRIVALS), key="sv_arrival", default="poisson",
-                            format_func=lambda k: ARRIVALS[k])
+                            format_func=lambda k: ARRIVALS[k], disabled=fixed_load)
 with cols[1]:
     rate = url_number("Rate (req/s)", "sv_rate", 0.001, 1e6, 1.0, step=1.0, format="%g",
-                      disabled=arrival == "max-load", help="Mean request rate")
+                      disabled=arrival == "max-load" or fixed_load, help="Mean request rate")
 with cols[2]:
     burst = url_number("Burstiness", "sv_burst", 0.01, 100.0, 1.0, step=0.1, format="%g",
-                       disabled=arrival != "gamma", help="Gamma shape: 1 = Poisson, < 1 burstier")
+                       disabled=arrival != "gamma" or fixed_load,
+                       help="Gamma shape: 1 = Poisson, < 1 burstier")
 with cols[3]:
     n_req = url_number("Requests", "sv_requests", 10, 20000, 500, step=100)
 with cols[4]:
-    lengths = url_selectbox("Lengths", serving.LENGTHS, key="sv_lengths", default="fixed",
+    lengths = url_selectbox("Lengths", LENGTH_CHOICES, key="sv_lengths", default="fixed",
                             help="fixed = every request ISL/OSL; uniform ±spread; lognormal "
-                                 "(log-space sigma = spread) with mean ISL/OSL")
+                                 "(log-space sigma = spread) with mean ISL/OSL; a data set of "
+                                 "real requests (MLPerf's OpenOrca, DeepSeek-R1) or your CSV of "
+                                 "input_length,output_length: each request drawn from it")
 with cols[5]:
     seed = url_number("Seed", "sv_seed", 0, 2**31 - 1, 0, step=1)
+
+
+def length_table():
+    """The length table the select names (None for fixed / uniform / lognormal); an upload
+    that is missing or bad stops the page with a message."""
+    if lengths in serving.LENGTHS:
+        return None
+    if lengths != UPLOAD:
+        return length_sets.named(lengths)
+    up = inputs.file_uploader("Lengths CSV (input_length,output_length)", type=["csv"],
+                          key="sv_lengths_file",
+                          help="one row per request; not kept in the link")
+    if up is None:
+        inputs.info("Upload a CSV of input_length,output_length to draw the requests from it.")
+        st.stop()
+    if up.size > length_sets.MAX_LENGTH_CSV_BYTES:
+        results.error(f"Cannot read the lengths CSV: larger than "
+                 f"{length_sets.MAX_LENGTH_CSV_BYTES:,} bytes.")
+        st.stop()
+    return length_sets.parse_csv(up.getvalue(), up.name, f"uploaded file {up.name}")
 
 with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
     e = st.columns(4)
@@ -135,6 +172,14 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                              help="share of the memory left after weights and activations; "
                                   "0 = the stack's default")
 
+preset_sc = None
+if fixed_load:
+    try:
+        preset_sc = scenarios.preset(scenario, scn.model_slug)
+    except ConfigError as err:
+        results.error(f"Cannot apply the scenario: {escape_md(err)}")
+        st.stop()
+    inputs.caption(escape_md(preset_sc.note))
 with inputs:
     s = st.columns(4)
 with s[0]:
@@ -152,16 +197,24 @@ with results:
     view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
 
 try:
+    table = length_table()
     cfg, cfg_source = serving.engine_config(
         stack.name, max_batch=int(max_batch) or None, max_num_tokens=int(max_tokens) or None,
         block_size=int(block) or None, kv_memory_fraction=float(kv_frac) or None,
         chunked_prefill=None if chunked == "default" else chunked == "on",
         policy=None if policy == "default" else policy, prefix_hit_rate=float(hit))
+    if fixed_load:
+        arrival = "max-load"        # offline; server / interactive search from max load
     spec = serving.RequestSpec(isl=scn.workload.prompt_len, osl=scn.workload.gen_len,
                                arrival=arrival, rate=None if arrival == "max-load" else rate,
-                               burstiness=float(burst), requests=int(n_req), lengths=lengths,
-                               spread=float(spread), seed=int(seed))
+                               burstiness=float(burst), requests=int(n_req),
+                               lengths=lengths if lengths in serving.LENGTHS else "fixed",
+                               spread=float(spread), seed=int(seed), table=table)
     slo = serving.Slo(slo_ttft * S_PER_MS, slo_tpot * S_PER_MS, float(slo_pct))
+    if preset_sc is not None and preset_sc.slo is not None:
+        slo = preset_sc.slo
+        slo_ttft, slo_tpot = slo.ttft_s / S_PER_MS, slo.tpot_s / S_PER_MS
+    at_slo_rate = preset_sc is not None and preset_sc.slo is not None
     plan = ParallelPlan(tp=int(tp), pp=int(pp))
 except ConfigError as err:
     results.error(f"Cannot simulate: {escape_md(err)}")
@@ -203,7 +256,15 @@ results.caption(escape_md_keep_urls(
     f"{cfg.max_num_tokens}-token budget, chunked prefill "
     f"{'on' if cfg.chunked_prefill else 'off'}, {cfg.block_size}-token blocks, KV "
     f"{cfg.policy}. Defaults: {cfg_source}"))
-base_key = (scn.model, hw, scn.precision, scn.workload.flash_attention, plan, spec, cfg, slo)
+if table is not None:
+    sm_ = table.summary()
+    results.caption(escape_md(f"Lengths: {sm_['name']} — {sm_['rows']:,} requests, input mean "
+                         f"{sm_['input']['mean']:.0f} / median {sm_['input']['median']:g} / max "
+                         f"{sm_['input']['max']:,}, output mean {sm_['output']['mean']:.0f} / "
+                         f"median {sm_['output']['median']:g} / max {sm_['output']['max']:,} "
+                         f"tokens. Source: {sm_['source']}"))
+base_key = (scn.model, hw, scn.precision, scn.workload.flash_attention, plan, spec, cfg, slo,
+            at_slo_rate)
 
 
 def run_study(curve_points: int) -> serving.ServeStudy:
@@ -211,8 +272,9 @@ def run_study(curve_points: int) -> serving.ServeStudy:
                   lambda p: serving.serve(scn.model, hw, scn.precision, spec, cfg, plan,
                                           slo=slo, target_rate=float(target) or None,
                                           flash_attention=scn.workload.flash_attention,
-                                          search=bool(search), curve_points=curve_points,
-                                          progress=p),
+                                          search=bool(search) or at_slo_rate,
+                                          curve_points=curve_points, progress=p,
+                                          at_slo_rate=at_slo_rate),
                   "Simulating…")
 
 

@@ -7,6 +7,9 @@
    rate: wall time of ``simulate`` (median of N runs; the iteration-cost fit is timed
    separately). Target <= 2 s on one core: the figure printed is CPU time of this process
    (median), with the wall-time range beside it.
+   The same with lengths drawn from MLPerf's OpenOrca requests (``--lengths openorca``: 24,576
+   real (input, output) pairs, skewed): max load and Poisson at 80 % of its max-load rate.
+   Target <= 2 s on one core.
 2. ``serve`` with an SLO (TTFT 500 ms, TPOT 50 ms at p90) on 1,000 requests: the simulation,
    the max-load reference and the bisection over the request rate. Target <= 10 s.
 3. A fleet sweep over (model, hardware, TP, rate) points with ``run_sweep``: one process vs
@@ -28,7 +31,7 @@ from llmpara_core.parallel import ParallelPlan  # noqa: E402
 from llmpara_core.precision import precision_preset  # noqa: E402
 from llmpara_core.presets import load_hardware, load_model  # noqa: E402
 from llmpara_core.serving import (EngineConfig, IterationCost, RequestSpec, Slo,  # noqa: E402
-                                  SweepPoint, run_sweep, serve, simulate, summarize)
+                                  SweepPoint, lengths, run_sweep, serve, simulate, summarize)
 
 
 def timed(fn, runs: int) -> tuple[float, list[float], object]:
@@ -62,6 +65,16 @@ def main() -> None:
     rate = 0.8 * s.requests_per_s
     med, ts, res = timed(lambda: simulate(cost, cfg, spec.with_rate(rate)), a.runs)
     print(f"10,000 requests, Poisson {rate:.1f} req/s: {med:.3f} s CPU "
+          f"(wall {min(ts):.3f}-{max(ts):.3f}); {res.iterations} iterations")
+    table = lengths.named("openorca")
+    drawn = RequestSpec(table=table, requests=10_000)
+    med, ts, res = timed(lambda: simulate(cost, cfg, drawn), a.runs)
+    s = summarize(res, cost)
+    print(f"10,000 requests, OpenOrca lengths, max load: {med:.3f} s CPU "
+          f"(wall {min(ts):.3f}-{max(ts):.3f}); {res.iterations} iterations")
+    rate = 0.8 * s.requests_per_s
+    med, ts, res = timed(lambda: simulate(cost, cfg, drawn.with_rate(rate)), a.runs)
+    print(f"10,000 requests, OpenOrca lengths, Poisson {rate:.1f} req/s: {med:.3f} s CPU "
           f"(wall {min(ts):.3f}-{max(ts):.3f}); {res.iterations} iterations")
     slo = Slo(0.5, 0.05)
     med, ts, st = timed(lambda: serve(model, hw, p, RequestSpec(isl=512, osl=256, requests=1000,

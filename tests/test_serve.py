@@ -41,14 +41,44 @@ def test_iteration_cost_equals_analyze(model, batch, prompt):
 
 
 def test_iteration_cost_with_tensor_parallel_equals_shard_analyze():
+    """With the sharding engine's all-reduce (alpha-beta) the serving cost is shard_analyze's."""
     hw = load_hardware("8x-nvidia-h100-sxm-nvlink")
-    c = IterationCost(LLAMA3_8B, hw, FP16, ParallelPlan(tp=4))
+    c = IterationCost(LLAMA3_8B, hw, FP16, ParallelPlan(tp=4), allreduce="alpha-beta")
     r = shard_analyze(LLAMA3_8B, hw, FP16, Workload(batch=4, prompt_len=1024, gen_len=2),
                       ParallelPlan(tp=4))
     assert c.time_s([c.feature_row(4, 1024, 1024)], 4)[0] == pytest.approx(r.estimated.ttft_s,
                                                                            rel=1e-9)
     assert c.time_s([c.feature_row(4, 1, 1025)], 4)[0] == pytest.approx(r.estimated.tpot_s,
                                                                         rel=1e-9)
+
+
+def test_serving_all_reduces_follow_nccls_model():
+    """Serving times TP all-reduces by NCCL's tuning model (fastest ring protocol) on the
+    16-bit residual stream: FP8 and FP16 passes reduce the same bytes; the extra over the
+    alpha-beta estimate is NCCL's per-step latency (latency-bound small, bandwidth-bound
+    large)."""
+    from llmpara_core.parallel.collectives import nccl_ring_all_reduce_s
+    hw = load_hardware("8x-nvidia-h100-sxm-nvlink")
+    fp8 = precision_preset("FP8")
+    for p in (FP16, fp8):
+        n = IterationCost(LLAMA3_8B, hw, p, ParallelPlan(tp=8))
+        st = n.stages[0]
+        assert st.ar_count == 2 * LLAMA3_8B.num_hidden_layers + 1
+        assert st.ar_bytes_per_token == LLAMA3_8B.hidden_size * 2
+    bus = 400e9
+    small = nccl_ring_all_reduce_s(8, 1e3, bus)
+    assert small == pytest.approx(6.6e-6 + 14 * 0.6e-6 + 1e3 * 14 / 8 / 87.7e9)   # LL
+    big = nccl_ring_all_reduce_s(8, 1e9, bus)
+    assert big == pytest.approx(8.4e-6 + 14 * 3.4e-6 + 1e9 * 14 / 8 / bus)        # Simple
+    assert nccl_ring_all_reduce_s(1, 1e6, bus) == 0
+    a = IterationCost(LLAMA3_8B, hw, FP16, ParallelPlan(tp=8), allreduce="alpha-beta")
+    n = IterationCost(LLAMA3_8B, hw, FP16, ParallelPlan(tp=8))
+    f = [n.feature_row(256, 1, 1000)]
+    assert n.time_s(f, 256)[0] > a.time_s(f, 256)[0]
+    one = IterationCost(LLAMA3_8B, H100, FP16, ParallelPlan())
+    assert one.stages[0].ar_count == 0
+    with pytest.raises(ConfigError):
+        IterationCost(LLAMA3_8B, hw, FP16, ParallelPlan(tp=2), allreduce="ring")
 
 
 def test_low_rate_limits_are_single_request_latencies(cost):

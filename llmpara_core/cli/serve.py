@@ -15,8 +15,9 @@ from .base import (FRAMEWORK_HELP, add_model_hw_args, add_output_args, add_preci
                    with_framework)
 from ..errors import ConfigError
 from ..units import BYTES_PER_GB, S_PER_MS
-from ..serving import (ARRIVALS, LENGTHS, POLICIES, EngineConfig, RequestSpec, Slo,
+from ..serving import (ARRIVALS, POLICIES, EngineConfig, RequestSpec, Slo,
                        engine_config, serve, study_to_dict)
+from ..serving import lengths as length_sets, scenarios
 from ..serving.disagg import disaggregate, disagg_to_dict
 
 _MAX_TP = 65536
@@ -37,7 +38,7 @@ def register(subparsers) -> None:
     w = p.add_argument_group("requests")
     w.add_argument("--isl", type=bounded("tokens_per_request", "ISL"), default=512, help="input tokens per request")
     w.add_argument("--osl", type=bounded("tokens_per_request", "OSL"), default=256, help="output tokens per request")
-    load = w.add_mutually_exclusive_group(required=True)
+    load = w.add_mutually_exclusive_group()
     load.add_argument("--max-load", action="store_true", help="all requests queued at t = 0")
     load.add_argument("--rate", type=bounded("rate_per_s", "rate"),
                       help="mean request rate [requests/s]")
@@ -47,7 +48,19 @@ def register(subparsers) -> None:
     w.add_argument("--burstiness", type=bounded("burstiness"), default=1.0,
                    help="gamma shape: 1 = Poisson, < 1 burstier")
     w.add_argument("--requests", type=bounded("requests"), default=1000)
-    w.add_argument("--lengths", choices=LENGTHS, default="fixed")
+    w.add_argument("--lengths", metavar="KIND|NAME|FILE",
+                   help="fixed (default), uniform or lognormal around ISL/OSL; a named data set "
+                        f"({', '.join(length_sets.NAMED)}: MLPerf's request lengths); a CSV of "
+                        "input_length,output_length; or stats:IN_MEAN/IN_MEDIAN/IN_MAX:"
+                        "OUT_MEAN/OUT_MEDIAN/OUT_MAX (lognormal). A table sets ISL/OSL")
+    w.add_argument("--scenario", choices=scenarios.SCENARIOS,
+                   help="MLPerf scenario: offline = max load; server / interactive = Poisson "
+                        "arrivals with the benchmark's p99 TTFT/TPOT limits (mlperf.conf), "
+                        "reported at the largest rate meeting them unless --rate is given; "
+                        "lengths default to the benchmark's data set")
+    w.add_argument("--mlperf-benchmark", choices=tuple(scenarios.LIMITS),
+                   help="whose limits --scenario uses (default: the model's benchmark, else "
+                        "llama2-70b)")
     w.add_argument("--length-spread", type=number_in(0, 5), default=0.5)
     w.add_argument("--seed", type=nonneg_int, default=0)
     e = p.add_argument_group("engine (defaults: the framework's)")
@@ -86,6 +99,27 @@ def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
                          policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate)
 
 
+def _arrival(args) -> tuple[str, bool, str]:
+    """(arrival process, report at the largest rate meeting the SLO, note) from --max-load /
+    --rate and --scenario."""
+    sc = args.scenario
+    if sc is None:
+        if not args.max_load and args.rate is None:
+            raise ConfigError("give --max-load, --rate or --scenario")
+        return ("max-load" if args.max_load else args.arrival), False, ""
+    if sc == "offline":
+        if args.rate is not None:
+            raise ConfigError("--scenario offline queues every request at once: drop --rate")
+        return "max-load", False, ""
+    if args.max_load:
+        raise ConfigError(f"--scenario {sc} has Poisson arrivals: drop --max-load")
+    if args.arrival != "poisson":
+        raise ConfigError(f"--scenario {sc} has Poisson arrivals: drop --arrival")
+    if args.rate is not None:
+        return "poisson", False, f"; at the given rate {args.rate:g} requests/s"
+    return "max-load", True, "; reported at the largest Poisson rate meeting the limits"
+
+
 def _cmd_serve(args) -> None:
     from ..parallel import ParallelPlan
     from ..presets import load_hardware, load_model
@@ -97,16 +131,35 @@ def _cmd_serve(args) -> None:
     slo = None if args.slo_ttft_ms is None else Slo(args.slo_ttft_ms * S_PER_MS,
                                                      args.slo_tpot_ms * S_PER_MS,
                                                      args.slo_percentile)
+    arrival, at_slo_rate, note = _arrival(args)
+    lengths_arg = args.lengths
+    sc = None
+    if args.scenario is not None:
+        sc = scenarios.preset(args.scenario, getattr(args, "model", None),
+                              args.mlperf_benchmark)
+        if slo is None:
+            slo = sc.slo
+        if lengths_arg is None and scenarios.LIMITS[sc.benchmark].lengths:
+            lengths_arg = scenarios.LIMITS[sc.benchmark].lengths
+    elif args.mlperf_benchmark:
+        raise ConfigError("--mlperf-benchmark needs --scenario")
+    table = length_sets.resolve(lengths_arg or "fixed")
     cfg, source = _engine_config(args, stack.name)
-    spec = RequestSpec(isl=args.isl, osl=args.osl,
-                       arrival="max-load" if args.max_load else args.arrival, rate=args.rate,
+    spec = RequestSpec(isl=args.isl, osl=args.osl, arrival=arrival, rate=args.rate,
                        burstiness=args.burstiness, requests=args.requests,
-                       lengths=args.lengths, spread=args.length_spread, seed=args.seed)
+                       lengths="fixed" if table is not None else (lengths_arg or "fixed"),
+                       spread=args.length_spread, seed=args.seed, table=table)
+    if at_slo_rate and slo is None:
+        raise ConfigError(f"--scenario {args.scenario} needs an SLO")
     precision = precision_from_args(args)
     st = serve(model, hw, precision, spec, cfg,
                ParallelPlan(tp=args.tp, pp=args.pp), eff, slo, args.target_rate,
-               flash_attention=not args.no_flash_attention, search=not args.no_search)
+               flash_attention=not args.no_flash_attention,
+               search=not args.no_search or at_slo_rate, at_slo_rate=at_slo_rate)
     d = study_to_dict(st, stack, source)
+    if sc is not None:
+        d["scenario"] = {"name": sc.scenario, "mlperf_benchmark": sc.benchmark,
+                         "note": sc.note + note}
     if args.disagg_gpus is not None:
         if slo is None:
             raise ConfigError("--disagg-gpus needs --slo-ttft-ms and --slo-tpot-ms")

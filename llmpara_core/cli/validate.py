@@ -26,6 +26,9 @@ from ..calibration.measurements import MAX_CSV_BYTES, REGIMES
 
 SPECULATIVE = "speculative"
 ENERGY = "energy"
+SERVING_MAXLOAD = "serving-maxload"
+MLPERF = "mlperf"
+SERVING = (SERVING_MAXLOAD, MLPERF)
 
 
 def register(sub) -> None:
@@ -38,14 +41,22 @@ def register(sub) -> None:
     p.add_argument("--loo", action="store_true",
                    help="leave-one-device-out: predict each device's rows with the model "
                         "refitted without them (slow: one refit per device)")
-    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE, ENERGY),
+    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE, ENERGY) + SERVING,
                    default="all",
                    help="only rows of this regime: batch-1 decode, batched (running or "
                         "static batch > 1) or prefill (default all of these); speculative: "
                         "the published speculative-decoding batch sweeps, alpha fitted on each "
                         "sweep's smallest batch and the other batches predicted (--loo: "
                         "leave one sweep out); energy: J per output token of the ML.ENERGY "
-                        "rows under the power model (--loo: leave one device out)")
+                        "rows under the power model (--loo: leave one device out); "
+                        "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
+                        "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
+                        "Server rows (nothing fitted on either: --loo gives the same figures)")
+    p.add_argument("--sample", type=positive_int, metavar="N",
+                   help="serving regimes: only every N-th row (a quick look)")
+    p.add_argument("--requests", type=positive_int,
+                   help="serving regimes: requests simulated per row (default 1000 max-load; "
+                        "MLPerf 3000 offline / 1500 server)")
     p.add_argument("--device", action="append", metavar="PRESET",
                    help="with --loo: hold out only these device presets (repeatable)")
     p.add_argument("--worst", type=positive_int, default=12, help="worst cases to list")
@@ -72,6 +83,10 @@ def run(args) -> None:
         return _run_speculative(args)
     if args.regime == ENERGY:
         return _run_energy(args)
+    if args.regime in SERVING:
+        return _run_serving(args)
+    if args.requests is not None or args.sample is not None:
+        raise ConfigError("--requests and --sample apply to --regime serving-maxload or mlperf")
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
@@ -207,6 +222,59 @@ def _run_energy(args) -> None:
         out = sys.stdout
         out.write("\n")
         emit(None, "table", [{**r, "error": _pct(r["error"], signed=True)} for r in rows])
+
+
+def _run_serving(args) -> None:
+    """``--regime serving-maxload | mlperf``: the serving simulator against published serving
+    results (shipped copies of the shared rows). Nothing is fitted on them, so every GPU is
+    out of sample and ``--loo`` prints the same figures."""
+    for flag, given in (("--data", args.data), ("--refit", args.refit),
+                        ("--device", args.device)):
+        if given:
+            raise ConfigError(f"{flag} does not apply to --regime {args.regime} (it validates "
+                              "the shipped serving rows; nothing is fitted on them)")
+    from ..serving import mlperf, validation as sv
+    if args.regime == SERVING_MAXLOAD:
+        rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)[::args.sample or 1]
+        comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS)
+        s = sv.error_summary(comps)
+        per_row = [{"row_id": c.row.row_id, "hardware": c.row.hardware, "model": c.row.model,
+                    "precision": c.row.precision, "tp": c.row.tp, "isl": c.row.isl,
+                    "osl": c.row.osl, "measured": c.row.measured, "predicted": c.predicted,
+                    "error": c.error, "skipped": c.skipped} for c in comps]
+        title = (f"serving max-load output tokens/s, TensorRT-LLM ({s['rows']} rows, "
+                 f"{s['skipped']} skipped)")
+        groups = [("all", "", s)] + [("gpu (= leave-one-GPU-out)", k, v)
+                                     for k, v in s["per_gpu"].items()] \
+            + [("tp", f"TP{k}", v) for k, v in s["per_tp"].items()]
+    else:
+        rows = mlperf.load_rows()[::args.sample or 1]
+        if args.requests:
+            comps = mlperf.compare(rows, args.requests, args.requests)
+        else:
+            comps = mlperf.compare(rows)
+        s = mlperf.error_summary(comps)
+        per_row = [{"system": c.row.system, "gpu": c.row.gpu, "tp": c.row.tp, "pp": c.row.pp,
+                    "instances": c.row.instances, "benchmark": c.row.benchmark,
+                    "scenario": c.row.scenario, "precision": c.row.precision,
+                    "measured": c.row.measured, "predicted": c.predicted, "error": c.error,
+                    "skipped": c.skipped} for c in comps]
+        title = f"MLPerf Inference v4.1 output tokens/s ({s['rows']} rows, {s['skipped']} skipped)"
+        groups = [("all", "", s)] + [("scenario", k, v) for k, v in s["per_scenario"].items()] \
+            + [("gpu (= leave-one-GPU-out)", k, v) for k, v in s["per_gpu"].items()]
+    if args.format == "json":
+        emit({"regime": args.regime, "loo": args.loo, "summary": s, "rows": per_row}, "json")
+        return
+    if args.format == "csv":
+        emit(None, "csv", per_row)
+        return
+    sys.stdout.write(f"{title}: error = predicted / measured - 1; nothing is fitted on these "
+                     "rows, so each GPU's figure is its leave-one-GPU-out figure"
+                     f"{' (--loo: the same)' if args.loo else ''}.\n\n")
+    emit(None, "table", [{"group": k if not g else f"{k}: {g}", "n": v["rows"],
+                          "median_abs_error": _pct(v["median_abs_error"]),
+                          "signed_median": _pct(v["median_signed_error"], signed=True)}
+                         for k, g, v in groups])
 
 
 def _print_table(summary, loo: bool = False) -> None:

@@ -24,6 +24,53 @@ from ..roofline import Rates, op_time_s, rates
 # that use plain NCCL for decode all-reduces are slower than this estimate.
 COLLECTIVE_SYNC_S = 2e-6
 
+# NCCL's own cost model of a ring all-reduce on one NVLink node (NVIDIA/nccl@b6475625,
+# src/graph/tuning.cc): latency = baseLat + nsteps x hwLat with nsteps = 2 (n - 1), time =
+# latency + bytes / algorithm bandwidth, algorithm bandwidth = bus bandwidth x n / nsteps,
+# and NCCL runs whichever protocol its model says is fastest. Per protocol (LL, LL128, Simple):
+# baseLat 6.6 / 14.0 / 8.4 us, NVLink hwLat 0.6 / 1.9 / 3.4 us per step; LL moves a quarter of
+# the bus bandwidth, at most llMaxBw = 87.7 GB/s (Ampere/Hopper, one node); LL128 0.92 of it.
+NCCL_RING_BASE_LAT_S = (6.6e-6, 14.0e-6, 8.4e-6)
+NCCL_RING_NVLINK_STEP_S = (0.6e-6, 1.9e-6, 3.4e-6)
+NCCL_LL_MAX_BUS_BYTES_PER_S = 87.7e9
+NCCL_BUS_SHARE = (0.25, 0.92, 1.0)
+# NCCL's bus bandwidth per NVLink (NVIDIA/nccl src/graph/topo.h: SM80_NVLINK_BW 20.0,
+# SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1 GB/s) against the link's unidirectional peak
+# (NVLink 3 and 4: 25 GB/s per link, NVLink 5: 50 GB/s): the share of a device's NVLink peak
+# NCCL's rings run at. Other links: the Ampere share.
+NCCL_NVLINK_SHARE = {"ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0, "blackwell": 40.1 / 50.0}
+NCCL_NVLINK_SHARE_DEFAULT = 20.0 / 25.0
+
+
+def nccl_bus_bytes_per_s(hardware) -> float:
+    """The bus bandwidth [B/s] NCCL's model gives a device's NVLink rings: its unidirectional
+    link peak x ``NCCL_NVLINK_SHARE`` of its architecture."""
+    ic = hardware.interconnect
+    if ic is None:
+        return 0.0
+    arch = getattr(hardware.architecture, "value", hardware.architecture)
+    return ic.bandwidth_bytes_per_s * NCCL_NVLINK_SHARE.get(arch, NCCL_NVLINK_SHARE_DEFAULT)
+
+
+def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float):
+    """Time [s] of an all-reduce of ``message_bytes`` (float or array) among ``n`` devices of
+    one NVLink node by NCCL's tuning model (the fastest of LL, LL128 and Simple rings) at bus
+    bandwidth ``bus_bytes_per_s`` per device. 0 for one device."""
+    import numpy as np
+    if n <= 1:
+        return 0.0 * np.asarray(message_bytes, dtype=float)
+    steps = 2 * (n - 1)
+    m = np.asarray(message_bytes, dtype=float)
+    best = None
+    for base, hop, share in zip(NCCL_RING_BASE_LAT_S, NCCL_RING_NVLINK_STEP_S, NCCL_BUS_SHARE):
+        bus = bus_bytes_per_s * share
+        if share == 0.25:
+            bus = min(bus, NCCL_LL_MAX_BUS_BYTES_PER_S)
+        t = base + steps * hop + m * steps / (n * bus)
+        best = t if best is None else np.minimum(best, t)
+    return best
+
+
 class Collective(Enum):
     ALL_REDUCE = "all-reduce"
     ALL_GATHER = "all-gather"

@@ -3,6 +3,7 @@ stepped iteration by iteration with closed-form iteration costs from the core. S
 :mod:`.engine` for the scheduler, :mod:`.cost` for the iteration time, :mod:`.report` for the
 metrics and :func:`serve` for the one call the CLI and the page use."""
 
+from . import lengths, scenarios
 from .api import ServeStudy, replica_fits, serve, smallest_fitting, study_to_dict
 from .cost import IterationCost
 from .disagg import DisaggStudy, Split, disagg_to_dict, disaggregate
@@ -17,6 +18,7 @@ from .sweeps import (FrontierPoint, LoadCurve, LoadPoint, SweepPoint, evaluate_p
                      load_curve, run_sweep)
 
 __all__ = [
+    "lengths", "scenarios",
     "DisaggStudy", "Split", "disagg_to_dict", "disaggregate", "ServeStudy", "serve", "study_to_dict", "replica_fits", "smallest_fitting", "engine_config", "IterationCost", "FRAMEWORK_DEFAULTS", "GENERIC_DEFAULTS",
     "POLICIES", "EngineConfig", "SimResult", "framework_defaults", "kv_capacity_tokens",
     "simulate", "Percentiles", "RateSearch", "ServeSummary", "Slo", "max_rate_meeting_slo",

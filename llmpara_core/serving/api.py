@@ -66,11 +66,15 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
           efficiency: Efficiency | None = None, slo: Slo | None = None,
           target_rate: float | None = None, settings: MetricsSettings | None = None,
           flash_attention: bool = True, search: bool = True, curve_points: int = 0,
-          progress=None) -> ServeStudy:
+          progress=None, at_slo_rate: bool = False) -> ServeStudy:
     """Simulate ``spec`` on one replica of ``plan`` and summarise it; with an SLO, also find
     the largest request rate meeting it (``search``); with ``target_rate`` [requests/s], the
     replicas needed (at the SLO rate if there is an SLO, else at the max-load rate); with
-    ``curve_points`` > 0, latency against load at that many rates."""
+    ``curve_points`` > 0, latency against load at that many rates. ``at_slo_rate`` (MLPerf's
+    Server result): after the search, simulate and report at the largest Poisson rate meeting
+    the SLO (``spec``'s arrival is then only the starting point; needs ``slo``)."""
+    if at_slo_rate and slo is None:
+        raise ConfigError("reporting at the SLO rate needs an SLO")
     plan = plan or ParallelPlan()
     check_serving_size(spec, (SEARCH_STEPS + 2) if slo is not None and search else 0,
                        curve_points)
@@ -89,6 +93,12 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
     found = None
     if slo is not None and search:
         found = max_rate_meeting_slo(cost, config, spec, slo, sat, part(share[0], share[1]))
+    if at_slo_rate:
+        if found is None or not found.max_rate:
+            raise ConfigError("no request rate meets the SLO on one replica")
+        spec = spec.with_rate(found.max_rate, "poisson")
+        res = simulate(cost, config, spec)
+        summ = summarize(res, cost, slo, settings)
     reps = None
     if target_rate is not None:
         per = found.max_rate if found is not None else sat
@@ -97,7 +107,7 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
             raise ConfigError("no request rate meets the SLO on one replica, so no number of "
                               "replicas reaches the target")
     closed = None
-    if spec.lengths == "fixed":
+    if spec.lengths == "fixed" and spec.table is None:
         closed = steady_state_output_tokens_per_s(cost, config, spec.isl, spec.osl)[0]
     curve = None
     if curve_points:
@@ -170,7 +180,7 @@ def study_to_dict(st, stack, defaults_source: str) -> dict:
         "avg_power_w_per_gpu": _f(s.avg_power_w_per_gpu),
         "usd_per_million_tokens": _f(s.usd_per_million_tokens),
         "engine": {**asdict(st.config), "defaults_source": defaults_source},
-        "requests": asdict(st.spec),
+        "requests": st.spec.to_dict(),
         "notes": list(s.notes),
     }
     if st.slo is not None:

@@ -35,12 +35,23 @@ from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
 from ..operators import OpKind, causal_pairs, keys_touched
-from ..parallel.collectives import Net
+from ..parallel.collectives import Collective, Net, nccl_bus_bytes_per_s, nccl_ring_all_reduce_s
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
-from ..precision import Precision
+from ..precision import DType, Precision
 from ..roofline import effective_memory_bytes, launches, quant_flops_factor, rates
 from ..workload import Workload
+
+ALLREDUCE_MODELS = ("nccl", "alpha-beta")
+# Block-scaled FP4 GEMMs (NVFP4 / MXFP4 on Blackwell) reach a lower share of their peak than
+# FP8 GEMMs do of theirs (per-16/32-element scale handling): their FLOPs count 1 / this many
+# times. Fitted on the TensorRT-LLM max-load NVFP4 rows of the shared batched_throughput.csv
+# (B200, TP1, 32 rows; scripts/fit_fp4_share.py: +28.1 % signed at 1.0, +0.2 % at 0.56) --
+# the only FP4 device with rows, so there is no leave-one-GPU-out figure; the check on another
+# source, the MLPerf v4.1 B200 rows (preview software), goes from +17 / +21 % to -16 / -13 %.
+FP4_GEMM_SHARE = 0.56
+_TP_ALL_REDUCES = ("tp_all_reduce_attn", "tp_all_reduce_ffn", "embedding_all_reduce")
+RESIDUAL_BITS = 16
 
 # (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
 # whenever new tokens > 1 keeps MLA models in one (absorbed) form.
@@ -64,6 +75,9 @@ class _Stage:
     energy: np.ndarray         # (4, features): FLOPs, weight, KV, activation bytes
     weight: np.ndarray         # (features, ops) weight bytes (streamed within the stack's limit)
     quantized: np.ndarray      # (ops,) 1 for matmuls with quantised weights
+    ar_count: float = 0.0      # TP all-reduces per pass timed by NCCL's model (not in comm)
+    ar_bytes_per_token: float = 0.0     # their message bytes per new token of the pass
+    ar_devices: int = 1
 
 
 class IterationCost:
@@ -71,7 +85,10 @@ class IterationCost:
 
     def __init__(self, model: Model, hardware: Hardware, precision: Precision,
                  plan: ParallelPlan, efficiency: Efficiency | None = None,
-                 flash_attention: bool = True):
+                 flash_attention: bool = True, allreduce: str = "nccl"):
+        if allreduce not in ALLREDUCE_MODELS:
+            raise ConfigError(f"all-reduce model must be one of {', '.join(ALLREDUCE_MODELS)}")
+        self.allreduce = allreduce
         if plan.dp != 1 or plan.ep != 1:
             raise ConfigError("the serving simulator runs one replica: use replicas instead of "
                               "DP; EP is not modelled in serving")
@@ -92,6 +109,27 @@ class IterationCost:
         self.stages = tuple(self._fit_stage(s) for s in range(len(stage_models)))
         self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r
+        self._combined = tuple(self._combine(st) for st in self.stages)
+        self._bus = nccl_bus_bytes_per_s(hw)
+
+    def _combine(self, st: _Stage) -> tuple[np.ndarray, np.ndarray]:
+        """(effective FLOPs, effective bytes) coefficients per operator: what
+        ``roofline.effective_memory_bytes`` and ``quant_flops_factor`` do to a pass's FLOPs and
+        bytes is linear in its features, so it is folded into the coefficients once."""
+        r = self._rates
+        mem = effective_memory_bytes(st.mem, st.kv_read, r, st.kv_reread, st.weight,
+                                     st.quantized)
+        flops = st.flops * quant_flops_factor(r, st.quantized)
+        if r.attention_efficiency != 1.0:
+            flops = flops + st.attention * (1.0 / r.attention_efficiency - 1.0)
+        if r.dtype_used is DType.FP4:
+            # GEMMs at FP4_GEMM_SHARE of the FP4 rate; attention stays at the FP8 rate (NVFP4
+            # checkpoints keep an FP8 KV cache and FP8 attention: precision.py)
+            hw = self.hardware
+            ratio = hw.peak_flops_per_s(DType.FP4)[0] / hw.peak_flops_per_s(DType.FP8)[0]
+            flops = flops + (st.flops - st.attention) * (1.0 / FP4_GEMM_SHARE - 1.0) \
+                + st.attention * (ratio - 1.0) / r.attention_efficiency
+        return np.asarray(flops, dtype=float), np.asarray(mem, dtype=float)
 
     # ---- the one rates hook ------------------------------------------------------------------
     def rates_for(self, tokens, batch) -> tuple[np.ndarray, np.ndarray]:
@@ -145,14 +183,34 @@ class IterationCost:
         coef = {k: _affine_fit(X, np.array(v), self.model.name) for k, v in cols.items()}
         energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
                            coef["act"].sum(1)])
+        nccl = self._nccl_all_reduces(s)
         return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["kvrr"], coef["att"], kernels,
-                      self._fit_comm(s), energy, coef["w"], quantized)
+                      self._fit_comm(s, bool(nccl[0])), energy, coef["w"], quantized, *nccl)
 
-    def _fit_comm(self, s: int) -> np.ndarray:
+    def _nccl_all_reduces(self, s: int) -> tuple[float, float, int]:
+        """(all-reduces per pass, message bytes per new token, devices) of stage ``s``'s tensor-
+        parallel all-reduces timed by NCCL's model: those within one node, with the residual
+        stream's 16-bit activations (FP8 and FP4 GEMMs take quantised inputs but write 16-bit
+        outputs, which are what is reduced). (0, 0, 1) under the alpha-beta model."""
+        if self.allreduce != "nccl" or self._ctx.net is None:
+            return 0.0, 0.0, 1
+        comms = [c for c in _device_comms(self._ctx, s, 1, 1, 1, "x")
+                 if c.name in _TP_ALL_REDUCES and c.collective is Collective.ALL_REDUCE
+                 and c.nodes <= 1]
+        if not comms:
+            return 0.0, 0.0, 1
+        bits = max(self.precision.activation_bits, RESIDUAL_BITS)
+        return (float(sum(c.count for c in comms)), self.model.hidden_size * bits / 8.0,
+                comms[0].participants)
+
+    def _fit_comm(self, s: int, skip_tp_all_reduce: bool = False) -> np.ndarray:
         """Estimated collective time of stage ``s`` as c0 + cT T + cL L (alpha-beta is affine in
-        the message bytes); checked at a fourth point."""
+        the message bytes); checked at a fourth point. ``skip_tp_all_reduce``: without the
+        tensor-parallel all-reduces NCCL's model times (``_nccl_all_reduces``)."""
         def t(b, n):
-            return sum(c.estimated_s * c.count for c in _device_comms(self._ctx, s, b, n, 1, "x"))
+            return sum(c.estimated_s * c.count for c in _device_comms(self._ctx, s, b, n, 1, "x")
+                       if not (skip_tp_all_reduce and c.name in _TP_ALL_REDUCES
+                               and c.collective is Collective.ALL_REDUCE and c.nodes <= 1))
         t11, t12, t21 = t(1, 1), t(1, 2), t(2, 1)
         c_t = t12 - t11
         c_l = t21 - t11 - c_t
@@ -170,26 +228,28 @@ class IterationCost:
         F = np.atleast_2d(np.asarray(F, dtype=float))
         pp = len(self.stages)
         if pp == 1:
-            return self._stage_times(self.stages[0], F, n_seqs)
+            return self._stage_times(0, F, n_seqs)
         n_seqs = np.broadcast_to(np.asarray(n_seqs, dtype=float), (F.shape[0],))
         m = np.clip(n_seqs, 1, pp)
         Fm = self._microbatch(F, m)
-        times = np.array([self._stage_times(st, Fm, n_seqs) for st in self.stages])
+        times = np.array([self._stage_times(i, Fm, n_seqs) for i in range(pp)])
         return np.maximum(times.sum(0), m * times.max(0))
 
-    def _stage_times(self, st: _Stage, F: np.ndarray, n_seqs) -> np.ndarray:
+    def _stage_times(self, i: int, F: np.ndarray, n_seqs) -> np.ndarray:
         """Time [s] of one stage for feature rows ``F``: per operator max(FLOPs / F, bytes / B)
-        (KV reads at the KV-read efficiency), kernel launches, exposed collectives."""
-        r = self._rates
+        (KV reads at the KV-read efficiency, weights within the stack's streaming bound,
+        quantised and attention FLOPs at their shares: ``_combine``), kernel launches,
+        exposed collectives (TP all-reduces by NCCL's model)."""
+        r, st = self._rates, self.stages[i]
+        flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
-        mem = effective_memory_bytes(F @ st.mem, F @ st.kv_read, r, F @ st.kv_reread,
-                                     F @ st.weight, st.quantized)
-        flops = (F @ st.flops) * quant_flops_factor(r, st.quantized)
-        if r.attention_efficiency != 1.0:
-            flops += (F @ st.attention) * (1.0 / r.attention_efficiency - 1.0)
-        comp = np.maximum(flops / flops_per_s[:, None], mem / r.bytes_per_s).sum(1) \
+        comp = np.maximum((F @ flops_c) / flops_per_s[:, None],
+                          (F @ mem_c) * (1.0 / r.bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
+        if st.ar_count:
+            comm = comm + st.ar_count * nccl_ring_all_reduce_s(
+                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus)
         return comp + comm - np.minimum(self.plan.overlap * comm, comp)
 
     def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:

@@ -40,7 +40,8 @@ class SimResult:
     isl: np.ndarray
     osl: np.ndarray
     log: dict       # arrays per scheduling step: t_s, dt_s, iterations, running, waiting,
-                    # kv_used (share of blocks), preemptions (cumulative)
+                    # kv_used (share of blocks), preemptions (cumulative), tokens (new
+                    # tokens of each of the step's iterations)
     in_system_integral_s: float     # integral of (running + queued) requests over time
     preemptions: int
     kv_capacity_tokens: int
@@ -97,7 +98,7 @@ class _State:
         self.iterations = 0
         self.fsum = np.zeros(len(cost.features))
         self.log = {k: [] for k in ("t_s", "dt_s", "iterations", "running", "waiting",
-                                    "kv_used", "preemptions")}
+                                    "kv_used", "preemptions", "tokens")}
 
     # ---- queue -------------------------------------------------------------------------------
     def arrived(self) -> int:
@@ -287,8 +288,10 @@ def _features(st: _State, ctx: np.ndarray, new: np.ndarray, logits: int) -> np.n
     return np.array(row)
 
 
-def _record(st: _State, t0: float, dt: float, k: int, running: int, waiting: int) -> None:
+def _record(st: _State, t0: float, dt: float, k: int, running: int, waiting: int,
+            tokens: float) -> None:
     log = st.log
+    log["tokens"].append(tokens)
     log["t_s"].append(t0)
     log["dt_s"].append(dt)
     log["iterations"].append(k)
@@ -320,7 +323,7 @@ def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]])
     st.busy += dt
     st.iterations += 1
     st.fsum += F
-    _record(st, t0, dt, 1, len(st.run), waiting)
+    _record(st, t0, dt, 1, len(st.run), waiting, float(F[1]))
     st.done[dec] += 1
     st.gen[dec] += 1
     st.done[idx] += c_new
@@ -387,7 +390,7 @@ def _decode_block(st: _State, dec: np.ndarray) -> int:
     st.busy += dt
     st.iterations += k
     st.fsum += F[:k].sum(0)
-    _record(st, t0, dt, k, len(st.run), waiting)
+    _record(st, t0, dt, k, len(st.run), waiting, float(nd))
     st.done[dec] += k
     st.gen[dec] += k
     if cfg.policy == "on-demand":

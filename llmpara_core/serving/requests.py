@@ -9,20 +9,24 @@ Lengths: ``fixed`` (every request ISL / OSL, the synthetic datasets of the Tenso
 performance tables), ``uniform`` (uniform on [(1 - spread) L, (1 + spread) L]) or ``lognormal``
 (mean L, log-space sigma ``spread``; heavy-tailed like chat traces such as ShareGPT -- the sigma
 is an assumption of this tool, not a fitted value). Drawn lengths are rounded and clipped to
-[1, 8 L].
+[1, 8 L]. ``table``: whole requests drawn from a :class:`.lengths.LengthTable` (a named data set
+such as MLPerf's OpenOrca, a user's CSV, or a lognormal from mean / median / max); ISL / OSL are
+then unused by the draw.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import ConfigError, require_float, require_int
 from ..units import MAX_SIZE
+from .lengths import LengthTable
 
 ARRIVALS = ("poisson", "gamma", "max-load")
 LENGTHS = ("fixed", "uniform", "lognormal")
+TABLE = "table"
 MAX_REQUESTS = 1_000_000
 
 
@@ -39,6 +43,7 @@ class RequestSpec:
     lengths: str = "fixed"
     spread: float = 0.5
     seed: int = 0
+    table: LengthTable | None = None
 
     def __post_init__(self):
         require_int("ISL", self.isl, 1, MAX_SIZE)
@@ -47,7 +52,15 @@ class RequestSpec:
         require_int("seed", self.seed, 0, 2**63 - 1)
         if self.arrival not in ARRIVALS:
             raise ConfigError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
-        if self.lengths not in LENGTHS:
+        if self.table is not None and not isinstance(self.table, LengthTable):
+            raise ConfigError("a length table must be a LengthTable")
+        if self.table is not None:       # ISL / OSL = the table's means (disaggregation,
+            object.__setattr__(self, "lengths", TABLE)      # reports and captions read them)
+            object.__setattr__(self, "isl", self.table.mean_isl)
+            object.__setattr__(self, "osl", self.table.mean_osl)
+        elif self.lengths == TABLE:
+            raise ConfigError("lengths 'table' needs a length table (a named set or a CSV)")
+        if self.lengths not in LENGTHS + (TABLE,):
             raise ConfigError(f"lengths must be one of {', '.join(LENGTHS)}, got {self.lengths!r}")
         if self.arrival != "max-load":
             if self.rate is None:
@@ -59,9 +72,15 @@ class RequestSpec:
             raise ConfigError("uniform lengths need spread <= 1")
 
     def with_rate(self, rate: float, arrival: str | None = None) -> "RequestSpec":
-        from dataclasses import replace
         a = arrival or (self.arrival if self.arrival != "max-load" else "poisson")
         return replace(self, rate=rate, arrival=a)
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields (the length table as its summary)."""
+        from dataclasses import fields
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "table"}
+        out["length_table"] = None if self.table is None else self.table.summary()
+        return out
 
 
 def draw(spec: RequestSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -76,6 +95,8 @@ def draw(spec: RequestSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     else:
         k = spec.burstiness
         t = np.cumsum(rng.gamma(k, 1.0 / (spec.rate * k), n))
+    if spec.table is not None:
+        return (t, *spec.table.draw(rng, n))
     return t, _lengths(rng, spec, spec.isl, n), _lengths(rng, spec, spec.osl, n)
 
 

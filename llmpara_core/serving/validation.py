@@ -30,6 +30,8 @@ from .report import summarize
 from .requests import RequestSpec
 
 MAX_LOAD_REQUESTS = 1000
+SHIPPED_MAX_LOAD = Path(__file__).resolve().parent.parent.parent / "presets" / "tables" \
+    / "serving_max_load.csv"
 MODELS = {"Llama-3-8B": "llama-3-8b", "Llama-3.1-8B": "llama-3.1-8b", "Llama-2-7B": "llama-2-7b",
           "Mistral-7B": "mistral-7b-v0.1", "Mixtral-8x7B": "mixtral-8x7b",
           "Llama-3.1-70B": "llama-3.1-70b", "Llama-3-70B": "llama-3-70b",
@@ -56,6 +58,8 @@ class MaxLoadRow:
     osl: int
     measured: float           # output tokens/s, whole system
     source: str
+    max_batch: int | None = None        # engine settings the source states (v0.10 / v0.11)
+    max_num_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,17 @@ def load_rows(path: str | Path) -> tuple[MaxLoadRow, ...]:
     with open(path, newline="") as f:
         return tuple(MaxLoadRow(r["row_id"], r["hardware"], r["model"], r["precision_weights"],
                                 int(float(r["tp"])), int(float(r["isl"])), int(float(r["osl"])),
-                                float(r["value"]), r["source_url"])
+                                float(r["value"]), r["source_url"], *_engine_settings(r["notes"]))
                      for r in csv.DictReader(f) if r["metric"] == "output_tok_s_total")
+
+
+def _engine_settings(notes: str) -> tuple[int | None, int | None]:
+    """(max batch size, max num tokens) of the engine build the row's source states (the
+    v0.10 build command, the v0.11 per-model settings); None where it states none."""
+    import re
+    b = re.search(r"max_batch_size[ =]+([0-9]+)", notes)
+    t = re.search(r"max_num_tokens[ =]+([0-9]+)", notes)
+    return (int(b.group(1)) if b else None), (int(t.group(1)) if t else None)
 
 
 def device_for(row: MaxLoadRow) -> str | None:
@@ -86,13 +99,19 @@ def device_for(row: MaxLoadRow) -> str | None:
 
 @functools.lru_cache(maxsize=1024)
 def predict(model: str, device: str, precision: str, tp: int, isl: int, osl: int,
-            requests: int = MAX_LOAD_REQUESTS) -> float:
-    """Simulated max-load output tokens/s of TensorRT-LLM for one configuration."""
+            requests: int = MAX_LOAD_REQUESTS, max_batch: int | None = None,
+            max_num_tokens: int | None = None) -> float:
+    """Simulated max-load output tokens/s of TensorRT-LLM for one configuration (with the
+    engine's stated max batch size and token budget where given)."""
     hw = load_hardware(device)
     m = load_model(model)
     cost = IterationCost(m, hw, precision_preset(precision), ParallelPlan(tp=tp),
                          efficiency_for(hw, "tensorrt-llm"))
     cfg = FRAMEWORK_DEFAULTS["tensorrt-llm"].config
+    if max_batch or max_num_tokens:
+        from dataclasses import replace
+        cfg = replace(cfg, max_batch=max_batch or cfg.max_batch,
+                      max_num_tokens=max_num_tokens or cfg.max_num_tokens)
     res = simulate(cost, cfg, RequestSpec(isl=isl, osl=osl, requests=requests))
     return summarize(res, cost).output_tokens_per_s
 
@@ -108,7 +127,7 @@ def compare(rows, requests: int = MAX_LOAD_REQUESTS) -> tuple[MaxLoadComparison,
             continue
         try:
             out.append(MaxLoadComparison(r, predict(model, dev, prec, r.tp, r.isl, r.osl,
-                                                    requests)))
+                                                    requests, r.max_batch, r.max_num_tokens)))
         except TimeBudgetExceeded:
             raise
         except Exception as e:          # noqa: BLE001 - a row that cannot run is reported
@@ -121,14 +140,18 @@ def error_summary(comps) -> dict:
     fitted), with the signed median (bias) and the row counts."""
     ok = [c for c in comps if c.error is not None]
     by: dict[str, list[float]] = {}
+    by_tp: dict[int, list[float]] = {}
     for c in ok:
         by.setdefault(c.row.hardware, []).append(c.error)
+        by_tp.setdefault(c.row.tp, []).append(c.error)
     return {
         "rows": len(ok), "skipped": len(comps) - len(ok),
         "median_abs_error": median(abs(c.error) for c in ok) if ok else None,
         "median_signed_error": median(c.error for c in ok) if ok else None,
         "per_gpu": {k: {"rows": len(v), "median_abs_error": median(abs(e) for e in v),
                         "median_signed_error": median(v)} for k, v in sorted(by.items())},
+        "per_tp": {k: {"rows": len(v), "median_abs_error": median(abs(e) for e in v),
+                       "median_signed_error": median(v)} for k, v in sorted(by_tp.items())},
     }
 
 

@@ -1,0 +1,169 @@
+"""The serving simulator against MLPerf Inference v4.1 results (``presets/tables/
+mlperf_serving.csv``, copied with its sources from the shared validation data).
+
+Each row is one system x benchmark x scenario: ``instances`` replicas of a TP x PP model
+instance, output tokens/s of the whole system. Predicted: one replica simulated with the row's
+stack (TensorRT-LLM for NVIDIA and Dell, vLLM for AMD's ROCm runs) and precision, request
+lengths from the benchmark's data set (OpenOrca, shipped as ``openorca``) scaled to the row's
+mean input and output lengths (the run's outputs are the model's own, longer than the data
+set's references; Mixtral's mixed set is not shipped, so OpenOrca's shape is scaled to its
+means -- an assumption), times ``instances``.
+
+* Offline: every request queued at once; tokens/s over the run.
+* Server: the largest Poisson rate at which p99 TTFT and p99 TPOT meet the row's limits
+  (``scenarios``), tokens/s at that rate = rate x mean output length. The run is as long as
+  MLPerf's minimum duration (600 s of arrivals at the max-load rate, 1,000 to 6,000 requests):
+  queues near saturation only build up over a long run.
+
+Nothing is fitted to these rows: every GPU is out of sample (leave-one-GPU-out = per-GPU).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+from ..calibration.efficiency import efficiency_for
+from ..parallel import ParallelPlan
+from ..precision import precision_preset
+from ..presets import PRESET_DIR, load_hardware, load_model
+from .config import FRAMEWORK_DEFAULTS
+from .cost import IterationCost
+from .engine import simulate
+from .lengths import LengthTable, named
+from .report import Slo, max_rate_meeting_slo, summarize
+from .requests import RequestSpec
+
+DATA = PRESET_DIR / "tables" / "mlperf_serving.csv"
+OFFLINE_REQUESTS = 3000
+SERVER_REQUESTS = 6000          # at most: a Server run lasts MLPerf's min_duration (600 s,
+MIN_DURATION_S = 600.0          # mlperf.conf) of arrivals at the max-load rate, >= 1000 requests
+MODELS = {"llama2-70b-99": "llama-2-70b", "mixtral-8x7b": "mixtral-8x7b"}
+SINGLE = {"H100": "nvidia-h100-sxm", "H200": "nvidia-h200-sxm", "B200": "nvidia-b200",
+          "MI300X": "amd-mi300x", "MI325X": "amd-mi325x"}
+CLUSTER = {"H100": "8x-nvidia-h100-sxm-nvlink", "H200": "8x-nvidia-h200-sxm-nvlink",
+           "MI300X": "8x-amd-mi300x-infinity-fabric"}
+STACKS = {"tensorrt-llm": "tensorrt-llm", "vllm": "vllm"}
+
+
+@dataclass(frozen=True)
+class MlperfRow:
+    source: str
+    system: str
+    gpu: str
+    n_gpus: int
+    tp: int
+    pp: int
+    instances: int
+    framework: str
+    benchmark: str
+    scenario: str
+    precision: str
+    isl: float
+    osl: float
+    ttft_slo_ms: float | None
+    tpot_slo_ms: float | None
+    measured: float
+
+
+@dataclass(frozen=True)
+class MlperfComparison:
+    row: MlperfRow
+    predicted: float | None
+    skipped: str | None = None
+
+    @property
+    def error(self) -> float | None:
+        return None if self.predicted is None else self.predicted / self.row.measured - 1
+
+
+def load_rows(path: str | Path = DATA) -> tuple[MlperfRow, ...]:
+    def f(v):
+        return float(v) if v not in ("", None) else None
+    with open(path, newline="") as fh:
+        return tuple(MlperfRow(r["source"], r["system"], r["gpu"], int(r["n_gpus"]), int(r["tp"]),
+                               int(r["pp"]), int(r["instances"]), r["framework"], r["benchmark"],
+                               r["scenario"], r["precision"], float(r["isl"]), float(r["osl"]),
+                               f(r["ttft_slo_ms"]), f(r["tpot_slo_ms"]),
+                               float(r["measured_tok_s"]))
+                     for r in csv.DictReader(fh))
+
+
+@functools.lru_cache(maxsize=8)
+def lengths_for(isl: float, osl: float) -> LengthTable:
+    """OpenOrca's requests with inputs and outputs scaled to these means (rounded, >= 1)."""
+    base = named("openorca")
+    i = np.maximum(1, np.rint(base.isl * isl / base.isl.mean())).astype(np.int64)
+    o = np.maximum(1, np.rint(base.osl * osl / base.osl.mean())).astype(np.int64)
+    return LengthTable(f"openorca scaled to {isl:g}/{osl:g}", base.source, i, o)
+
+
+def _setup(row: MlperfRow):
+    model = MODELS.get(row.benchmark)
+    dev = SINGLE.get(row.gpu) if row.tp * row.pp == 1 else CLUSTER.get(row.gpu)
+    stack = STACKS.get(row.framework)
+    if model is None or dev is None or stack is None:
+        return None
+    hw = load_hardware(dev)
+    prec = "NVFP4" if row.precision == "NVFP4" else row.precision
+    cost = IterationCost(load_model(model), hw, precision_preset(prec),
+                         ParallelPlan(tp=row.tp, pp=row.pp), efficiency_for(hw, stack))
+    return cost, FRAMEWORK_DEFAULTS[stack].config
+
+
+@functools.lru_cache(maxsize=64)
+def predict(row: MlperfRow, offline_requests: int = OFFLINE_REQUESTS,
+            server_requests: int = SERVER_REQUESTS) -> float | None:
+    """Predicted output tokens/s of the whole system of ``row`` (None: no preset)."""
+    s = _setup(row)
+    if s is None:
+        return None
+    cost, cfg = s
+    table = lengths_for(row.isl, row.osl)
+    off = RequestSpec(table=table, requests=offline_requests)
+    res = simulate(cost, cfg, off)
+    off_tok = summarize(res, cost).output_tokens_per_s
+    if row.scenario == "Offline":
+        return off_tok * row.instances
+    sat = len(res.osl) / res.makespan_s
+    slo = Slo(row.ttft_slo_ms / 1000.0, row.tpot_slo_ms / 1000.0, 99.0)
+    n = int(min(server_requests, max(1000, sat * MIN_DURATION_S)))
+    spec = RequestSpec(table=table, requests=n)
+    found = max_rate_meeting_slo(cost, cfg, spec, slo, sat)
+    return found.max_rate * float(table.osl.mean()) * row.instances
+
+
+def compare(rows=None, offline_requests: int = OFFLINE_REQUESTS,
+            server_requests: int = SERVER_REQUESTS) -> tuple[MlperfComparison, ...]:
+    out = []
+    for r in rows if rows is not None else load_rows():
+        try:
+            p = predict(r, offline_requests, server_requests)
+        except Exception as e:          # noqa: BLE001 - a row that cannot run is reported
+            out.append(MlperfComparison(r, None, str(e).splitlines()[0]))
+            continue
+        out.append(MlperfComparison(r, p, None if p is not None else
+                                    "no preset for this GPU, benchmark or framework"))
+    return tuple(out)
+
+
+def error_summary(comps) -> dict:
+    """Median |error| and signed median overall, per scenario and per GPU."""
+    ok = [c for c in comps if c.error is not None]
+
+    def block(cs):
+        e = [c.error for c in cs]
+        return {"rows": len(e), "median_abs_error": median(abs(x) for x in e) if e else None,
+                "median_signed_error": median(e) if e else None}
+    by_s, by_g = {}, {}
+    for c in ok:
+        by_s.setdefault(c.row.scenario, []).append(c)
+        by_g.setdefault(c.row.gpu, []).append(c)
+    return {**block(ok), "skipped": len(comps) - len(ok),
+            "per_scenario": {k: block(v) for k, v in sorted(by_s.items())},
+            "per_gpu": {k: block(v) for k, v in sorted(by_g.items())}}

@@ -84,6 +84,8 @@ OTHER: dict[str, Bound] = {
     "lifetime_years": Bound(0.1, 50.0, "years"),
     "utilisation": Bound(0.001, 1.0),                # busy fraction of the service life
     "gamma": Bound(1, 64),                         # draft tokens per speculative step
+    "head_params": Bound(1.0, 1e13, "parameters"),  # a speculative head's own parameters
+    "expected_tokens": Bound(1.0, 65.0, "tokens"),  # tokens per target pass: at most gamma + 1
     "expert_zipf_s": Bound(0.0, 10.0),
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .errors import ConfigError, require_float
+from .errors import ConfigError
 from .limits import check_float
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import streamlit as st
-
 from llmpara_core.limits import bound
 
 from .format import escape_md

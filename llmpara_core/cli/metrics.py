@@ -17,7 +17,6 @@ import argparse
 from .types import bounded
 from . import base as cli
 from ..errors import ConfigError
-from ..limits import bound
 
 
 def add_metrics_args(p: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 
 from .types import bounded
+from ..limits import bound
 from .base import (FRAMEWORK_HELP, add_model_hw_args, add_output_args, add_precision_args, emit,
                    nonneg_int, number_in, positive_int, precision_from_args, print_stack,
                    with_framework)
@@ -76,13 +77,15 @@ def register(subparsers) -> None:
     s.add_argument("--slo-ttft-ms", type=bounded("slo_ms", "SLO TTFT [ms]"))
     s.add_argument("--slo-tpot-ms", type=bounded("slo_ms", "SLO TPOT [ms]"))
     s.add_argument("--slo-percentile", type=bounded("percentile", "SLO percentile"), default=90.0)
-    s.add_argument("--target-rate", type=number_in(0, 1e12, lo_open=True),
+    s.add_argument("--target-rate", type=bounded("rate_per_s", "target rate"),
                    help="requests/s the fleet must serve: replicas and GPUs")
     s.add_argument("--no-search", action="store_true", help="skip the SLO rate search")
-    s.add_argument("--disagg-gpus", type=positive_int,
+    s.add_argument("--disagg-gpus", type=bounded("devices", "disaggregation GPUs"),
                    help="disaggregated serving: best prefill:decode split of this many GPUs "
                         "(needs the SLO)")
-    s.add_argument("--kv-link-gbps", type=number_in(0, 1e7, lo_open=True),
+    bw = bound("bandwidth_bytes_per_s")
+    s.add_argument("--kv-link-gbps", type=number_in(bw.lo / BYTES_PER_GB, bw.hi / BYTES_PER_GB,
+                                                    what="a link bandwidth [GB/s]"),
                    help="disaggregation: KV-transfer link per device [GB/s] (default: the "
                         "cluster's link)")
     p.add_argument("--no-flash-attention", action="store_true")

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from .types import bounded
 from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
-                   add_workload_args, emit, number_in, positive_int, precision_from_args,
+                   add_workload_args, emit, positive_int, precision_from_args,
                    print_stack, with_framework, workload_from_args)
 from ..errors import ConfigError
 from ..export import _plain

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from .types import bounded
 from .base import (add_framework_arg, add_model_hw_args, add_output_args, add_precision_args,
-                   add_workload_args, emit, integer_in, number_in, positive_int,
+                   add_workload_args, emit, positive_int,
                    precision_from_args, print_stack, stack_line, with_framework,
                    workload_from_args)
 from ..errors import ConfigError
-from ..limits import bound
 from ..precision import precision_preset
 from ..speculative.drafts import DRAFT_PRESETS
 
@@ -44,7 +42,7 @@ def register(subparsers) -> None:
                    help="separate model, EAGLE/EAGLE-3/MTP head built from the target (EAGLE-3: "
                         "3h->h fusion and its own 32k-token LM head), Medusa heads, or "
                         "n-gram lookup (default: model)")
-    p.add_argument("--head-params", type=number_in(0, math.inf, lo_open=True),
+    p.add_argument("--head-params", type=bounded("head_params", "head parameters"),
                    help="own parameters of an eagle/eagle3/mtp head, e.g. 0.25e9 (default: one "
                         "target-shaped layer)")
     p.add_argument("--head-layers", type=positive_int,
@@ -56,7 +54,7 @@ def register(subparsers) -> None:
     p.add_argument("--alpha", type=_unit, help="per-token acceptance probability")
     p.add_argument("--acceptance", type=_rates,
                    help="per-position acceptance rates a1,a2,... (overrides --alpha)")
-    p.add_argument("--expected-tokens", type=number_in(0, math.inf, lo_open=True),
+    p.add_argument("--expected-tokens", type=bounded("expected_tokens", "expected tokens"),
                    help="measured tokens per target pass E (overrides --alpha/--acceptance)")
     p.add_argument("--verify-tokens", type=positive_int,
                    help="tokens per verification pass (tree verification; default gamma + 1)")

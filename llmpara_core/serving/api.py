@@ -14,6 +14,7 @@ from ..parallel import ParallelPlan
 from ..precision import Precision
 from .cost import IterationCost
 from .config import EngineConfig
+from ..envelope import check_value
 from ..limits import MAX_REQUEST_EVENTS, check_arrival_span, check_size
 from .engine import SimResult, kv_capacity_tokens, simulate
 from .report import (SEARCH_STEPS, RateSearch, ServeSummary, Slo, max_rate_meeting_slo,
@@ -84,6 +85,7 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
     def part(lo: float, width: float):
         return (lambda f: progress(lo + width * f)) if progress else None   # noqa: E731
     res = simulate(cost, config, spec, part(0.0, share[0]))
+    check_value("simulated makespan [s]", res.makespan_s, "time")     # the output envelope
     summ = summarize(res, cost, slo, settings)
     if spec.arrival == "max-load":
         sat = summ.requests_per_s

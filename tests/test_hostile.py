@@ -730,7 +730,8 @@ def test_output_envelope_refuses_absurd_results():
 # ---- tiny time budget: every subcommand stops with a message ------------------------------------
 
 TINY_ARGS = {**CLI_BASE, "serve": CLI_BASE["serve"][:-1] + ["5000"],
-             "dse": ["dse", "--model", "llama-3.2-1b", "--samples", "1000000"]}
+             "dse": ["dse", "--model", "llama-3.2-1b", "--samples", "1000000"],
+             "plan": ["plan", "--traffic", str(Path(__file__).resolve().parent.parent / "presets" / "fleet" / "example-mix.toml")]}
 
 
 def test_every_subcommand_has_a_tiny_budget_case():

@@ -55,6 +55,11 @@ BOXES: tuple[NumberBox, ...] = (
     _box("design_space" + _P, "ds_seed", None, 0, 1_000_000, True),
     _box("design_space" + _P, "ds_pop", "population", 8, 1000, True),
     _box("design_space" + _P, "ds_gen", "generations", 1, 500, True),
+    # Fleet
+    _box("fleet" + _P, "fl_req", "requests", 20, 5000, True),
+    _box("fleet" + _P, "fl_budget", None, 0, 100_000, True),            # GPUs, 0 = none
+    _box("fleet" + _P, "fl_power", None, 0.0, 1e6),                     # kW, 0 = none
+    _box("fleet" + _P, "fl_seed", None, 0, 2**31 - 1, True),
     # Memory
     _box("memory" + _P, "mtop", None, 1, 100, True),
     # Memory tiers

@@ -8,8 +8,8 @@
    closed forms, skipped by the cost bound, simulated, the pruning ratio (configurations /
    simulated) and the wall time (median of ``--runs``). Target (issue 30): >= 1,000
    configurations planned in <= 60 s on 2 cores.
-2. The survivors the plan simulated (the first ``--survivors`` of them in the plan's order,
-   default all), each one Ray task (``evaluate_candidate``), on a local Ray with 1 CPU and then
+2. The survivors the plan simulated (``--survivors`` of them in the plan's order,
+   default all; fewer are taken evenly spread over the list), each one Ray task (``evaluate_candidate``), on a local Ray with 1 CPU and then
    with 2 CPUs: wall time of each (median of ``--runs``, Ray started and warmed up outside the
    timed region) and the speed-up. Target: >= 1.7x.
 
@@ -110,8 +110,9 @@ def main() -> None:
         return
     keys = [tuple(r["key"]) for r in result.simulated]
     tasks = [Task(Candidate(*k), mix.workloads[k[0]], mix.requests, mix.seed) for k in keys]
-    if args.survivors:
-        tasks = tasks[:args.survivors]
+    if args.survivors and args.survivors < len(tasks):       # evenly spread over workloads
+        step = len(tasks) / args.survivors
+        tasks = [tasks[int(i * step)] for i in range(args.survivors)]
     print(f"Ray: {len(tasks)} survivors, one task each")
     one = bench_ray(tasks, 1, args.runs)
     two = bench_ray(tasks, 2, args.runs)

@@ -76,6 +76,11 @@ def test_stacks_declare_their_gemm_units():
     for stack in ("vllm", "tensorrt-llm", "gpt-fast", "exllamav2", "mlx"):
         e = t.efficiency_for(hw, stack)
         assert not (e.gemm_fp16_acc16 or e.quant_gemm_int8), stack
+    # a profile built in memory (the fit's, a leave-one-device-out fold's) declares the same
+    from llmpara_core.calibration.efficiency import FrameworkProfile
+    built = FrameworkProfile("llama.cpp", "llama.cpp")
+    assert built.gemm_fp16_acc16 and built.quant_gemm_int8
+    assert not FrameworkProfile("vllm", "vLLM").quant_gemm_int8
     # the class fit is the reference stack's: the fitted GPU classes carry its units
     gen = t.efficiency_for(hw, "generic")
     assert gen.gemm_fp16_acc16 and gen.quant_gemm_int8
@@ -156,14 +161,12 @@ def test_hardware_file_fp16_acc16_round_trips_and_hostile_values_are_refused():
     refuses_file_value("peak_TFLOPS", {"fp16": 100, "fp16_acc_16": 200}, "fp16_acc16")
 
 
-def test_held_out_blackwell_geforce_prefill(capsys):
-    """The issue's case: llama.cpp CUDA prompt processing of a 4-bit 7B model on an RTX 50 card,
-    predicted by a fit without that card (leave-one-device-out, live): quantised matmuls at
-    the card's int8 rate, F16 ones at its FP16-accumulate rate."""
-    import json
-    from llmpara_core.cli import main
-    assert main(["validate", "--loo", "--regime", "prefill", "--device", "nvidia-rtx-5080",
-                 "--format", "json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    preds = [p for p in d["predictions"] if p["quant"] == "Q4_0"]
-    assert preds and all(abs(p["error"]) <= 0.15 for p in preds), preds
+def test_a_refit_keeps_the_reference_stacks_gemm_units():
+    """The reference profile a fit builds in memory (and every leave-one-device-out fold
+    predicts with) declares llama.cpp's units, as the profile read from the table does."""
+    from llmpara_core.calibration import fitting
+    t = fitting.fit_table([], default_table(), frameworks=False, classes_too=False)
+    e = t.efficiency_for(load_hardware("nvidia-rtx-5080"), "llama.cpp")
+    assert e.gemm_fp16_acc16 and e.quant_gemm_int8
+    assert rates(load_hardware("nvidia-rtx-5080"), DType.FP16, True, e).quant_compute == \
+        pytest.approx(2 * e.quant_compute, rel=1e-3)

@@ -204,8 +204,14 @@ class FrameworkProfile:
     native_kernels: bool = False
     kv_per_query_head: bool = False
     act_quant: bool = False
-    gemm_fp16_acc16: bool = False
-    quant_gemm_int8: bool = False
+    gemm_fp16_acc16: bool | None = None      # None = the stack's cited units (ACC16_STACKS)
+    quant_gemm_int8: bool | None = None      # None = INT8_GEMM_STACKS
+
+    def __post_init__(self):
+        if self.gemm_fp16_acc16 is None:
+            object.__setattr__(self, "gemm_fp16_acc16", self.name in ACC16_STACKS)
+        if self.quant_gemm_int8 is None:
+            object.__setattr__(self, "quant_gemm_int8", self.name in INT8_GEMM_STACKS)
 
     def apply(self, eff: Efficiency, native_compute: float | None = None) -> Efficiency:
         """``eff`` (the reference stack's) as this stack reaches it; ``native_compute`` = the

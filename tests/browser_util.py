@@ -106,12 +106,34 @@ SETTLED_JS = r"""
 """
 
 
+UNSETTLED_JS = r"""
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return {script: app && app.getAttribute('data-test-script-state'),
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"], ' +
+            '[data-testid="stAppSkeleton"], [data-testid="stSkeletonElement"]').length,
+          running: !!document.querySelector('[data-testid="stStatusWidgetRunningIcon"], ' +
+            '[data-testid="stStatusWidgetRunningManIcon"]'),
+          stale: Array.from(document.querySelectorAll('[data-stale="true"]')).map(
+            e => (e.getAttribute('data-testid') || e.tagName) + ': ' +
+                 (e.innerText || '').slice(0, 60)).slice(0, 5),
+          title: !!document.querySelector('[data-testid="stMain"] h1'),
+          undrawn_charts: Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]'))
+            .filter(c => c.offsetParent !== null && !c.querySelector('.main-svg')).length};
+}
+"""
+
+
 def settle(page, timeout_ms: int = 300_000) -> None:
     """Wait for the state a reader sees as finished (``SETTLED_JS``), polling every 200 ms;
     raises (the test fails) if it is not reached within ``timeout_ms``. The timeout is a
     ceiling for a saturated shared machine, not a pause: a quiet machine settles in ~1 s."""
     page.evaluate("() => { window.__settled = 0; }")
-    page.wait_for_function(SETTLED_JS, polling=200, timeout=timeout_ms)
+    try:
+        page.wait_for_function(SETTLED_JS, polling=200, timeout=timeout_ms)
+    except Exception as e:               # say which part of "settled" never came
+        raise AssertionError(f"{page.url}: not settled after {timeout_ms / 1e3:.0f} s: "
+                             f"{page.evaluate(UNSETTLED_JS)}") from e
 
 
 def app_pages() -> list[tuple[str, str, str]]:

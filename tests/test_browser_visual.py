@@ -267,9 +267,12 @@ def shoot(page, path, width: int, height: int) -> None:
     page.set_viewport_size({"width": width, "height": height})
 
 
-@pytest.fixture(scope="module")
-def app_url():
-    with streamlit_server("streamlit-visual.log") as url:
+@pytest.fixture()
+def app_url(request):
+    """A server per test (~5 s to start): in one module-wide server, the runs after the first
+    timed out waiting for a page to settle (seen three times here, never with a fresh
+    server; cause not found)."""
+    with streamlit_server(f"streamlit-visual-{request.node.name[-40:]}.log") as url:
         yield url
 
 

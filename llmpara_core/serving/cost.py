@@ -185,7 +185,7 @@ class IterationCost:
         energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
                            coef["act"].sum(1)])
         nccl = self._nccl_all_reduces(s)
-        expert = np.array([1.0 if o.kind is OpKind.MOE_EXPERT and o.quantized else 0.0
+        expert = np.array([1.0 if o.kind is OpKind.MOE_EXPERT and o.weight_bytes > 0 else 0.0
                            for o in ops]) if self.moe else None
         return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["kvrr"], coef["att"], kernels,
                       self._fit_comm(s, bool(nccl[0])), energy, coef["w"], quantized, *nccl,

@@ -101,3 +101,28 @@ def test_moe_expert_gemms_run_at_their_own_token_counts():
     assert one == pytest.approx(one0, rel=1e-12)
     (prompt, _), (prompt0, _) = times(dataclasses.replace(eff, gemm_half_tokens=0.0))
     assert prompt == pytest.approx(prompt0, rel=1e-12)
+
+
+def test_mlperf_regime_reports_per_scenario_and_per_gpu():
+    code, out, err = run("--regime", "mlperf", "--sample", "9", "--requests", "200",
+                         "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    s = d["summary"]
+    errs = [r["error"] for r in d["rows"] if r["error"] is not None]
+    assert s["rows"] == len(errs) == 3
+    assert s["median_abs_error"] == pytest.approx(median(abs(e) for e in errs))
+    assert sum(v["rows"] for v in s["per_gpu"].values()) == 3
+
+
+def test_mlperf_offline_run_is_as_long_as_the_instances_share():
+    """An MLPerf Offline run gives each instance its share of 24,576 queries or 600 s of work;
+    the default prediction simulates that many requests, so its drain tail is a small part of
+    it and its tokens/s are above a 200-request run's (computed both ways)."""
+    from llmpara_core.serving import mlperf
+    row = next(r for r in mlperf.load_rows() if r.scenario == "Offline" and r.gpu == "H200"
+               and r.benchmark.startswith("llama2") and r.instances == 8)
+    assert mlperf.MIN_OFFLINE_QUERIES / row.instances == 3072
+    long_run = mlperf.predict(row)
+    short_run = mlperf.predict(row, 200, 200)
+    assert long_run > short_run * 1.02

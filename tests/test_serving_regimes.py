@@ -6,6 +6,7 @@ import json
 from contextlib import redirect_stderr, redirect_stdout
 from statistics import median
 
+import numpy as np
 import pytest
 
 from llmpara_core.cli import main
@@ -65,3 +66,63 @@ def test_nccl_all_reduces_cut_the_tensor_parallel_over_prediction(monkeypatch):
         sv.predict.cache_clear()
     assert median(nccl) < median(old) - 0.03
     assert median(abs(e) for e in nccl) < median(abs(e) for e in old)
+
+
+def test_moe_expert_gemms_run_at_their_own_token_counts():
+    """A routed expert's GEMM sees T x top-k / experts-touched tokens, lower on the GEMM curve
+    than the pass's T: a long prompt pass gets slower than with the experts timed at T, one
+    decode token (each touched expert sees that one token) does not change, and a flat GEMM
+    curve (no half-efficiency point) makes the two the same."""
+    import dataclasses
+
+    from llmpara_core.calibration.efficiency import efficiency_for
+    from llmpara_core.parallel import ParallelPlan
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.presets import load_hardware, load_model
+
+    hw = load_hardware("nvidia-h100-sxm")
+    eff = efficiency_for(hw, "tensorrt-llm")
+    assert eff.gemm_half_tokens > 0
+
+    def times(e):
+        cost = IterationCost(load_model("mixtral-8x7b"), hw, precision_preset("FP8"),
+                             ParallelPlan(), e)
+        st = cost.stages[0]
+        assert st.expert_gemm is not None and st.expert_gemm.sum() == 2   # gate_up, down
+        prompt = cost.feature_row(1, 4096, 4096)
+        one = cost.feature_row(1, 1, 100)
+        t = [cost.time_one_s(np.array(f), 1) for f in (prompt, one)]
+        cost.stages = (dataclasses.replace(st, expert_gemm=None),)
+        t0 = [cost.time_one_s(np.array(f), 1) for f in (prompt, one)]
+        return t, t0
+
+    (prompt, one), (prompt0, one0) = times(eff)
+    assert prompt > prompt0 * 1.005
+    assert one == pytest.approx(one0, rel=1e-12)
+    (prompt, _), (prompt0, _) = times(dataclasses.replace(eff, gemm_half_tokens=0.0))
+    assert prompt == pytest.approx(prompt0, rel=1e-12)
+
+
+def test_mlperf_regime_reports_per_scenario_and_per_gpu():
+    code, out, err = run("--regime", "mlperf", "--sample", "9", "--requests", "200",
+                         "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    s = d["summary"]
+    errs = [r["error"] for r in d["rows"] if r["error"] is not None]
+    assert s["rows"] == len(errs) == 3
+    assert s["median_abs_error"] == pytest.approx(median(abs(e) for e in errs))
+    assert sum(v["rows"] for v in s["per_gpu"].values()) == 3
+
+
+def test_mlperf_offline_run_is_as_long_as_the_instances_share():
+    """An MLPerf Offline run gives each instance its share of 24,576 queries or 600 s of work;
+    the default prediction simulates that many requests, so its drain tail is a small part of
+    it and its tokens/s are above a 200-request run's (computed both ways)."""
+    from llmpara_core.serving import mlperf
+    row = next(r for r in mlperf.load_rows() if r.scenario == "Offline" and r.gpu == "H200"
+               and r.benchmark.startswith("llama2") and r.instances == 8)
+    assert mlperf.MIN_OFFLINE_QUERIES / row.instances == 3072
+    long_run = mlperf.predict(row)
+    short_run = mlperf.predict(row, 200, 200)
+    assert long_run > short_run * 1.02

@@ -78,6 +78,7 @@ class _Stage:
     ar_count: float = 0.0      # TP all-reduces per pass timed by NCCL's model (not in comm)
     ar_bytes_per_token: float = 0.0     # their message bytes per new token of the pass
     ar_devices: int = 1
+    expert_gemm: np.ndarray | None = None   # (ops,) 1 for routed-expert GEMMs (MoE)
 
 
 class IterationCost:
@@ -184,8 +185,11 @@ class IterationCost:
         energy = np.stack([coef["flops"].sum(1), coef["w"].sum(1), coef["kvall"].sum(1),
                            coef["act"].sum(1)])
         nccl = self._nccl_all_reduces(s)
+        expert = np.array([1.0 if o.kind is OpKind.MOE_EXPERT and o.weight_bytes > 0 else 0.0
+                           for o in ops]) if self.moe else None
         return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["kvrr"], coef["att"], kernels,
-                      self._fit_comm(s, bool(nccl[0])), energy, coef["w"], quantized, *nccl)
+                      self._fit_comm(s, bool(nccl[0])), energy, coef["w"], quantized, *nccl,
+                      expert_gemm=expert)
 
     def _nccl_all_reduces(self, s: int) -> tuple[float, float, int]:
         """(all-reduces per pass, message bytes per new token, devices) of stage ``s``'s tensor-
@@ -243,7 +247,15 @@ class IterationCost:
         r, st = self._rates, self.stages[i]
         flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
-        comp = np.maximum((F @ flops_c) / flops_per_s[:, None],
+        flops_per_s = flops_per_s[:, None]
+        if st.expert_gemm is not None and st.expert_gemm.any():
+            # routed-expert GEMMs run one per touched expert, each over its own tokens
+            # (T x top-k / experts touched), lower on the GEMM curve than the pass's T
+            k = self.moe.experts_per_token
+            m_e = F[:, 1] * k / np.maximum(F[:, -1], 1.0)
+            fe, _ = self.rates_for(m_e, n_seqs)
+            flops_per_s = np.where(st.expert_gemm[None, :] > 0, fe[:, None], flops_per_s)
+        comp = np.maximum((F @ flops_c) / flops_per_s,
                           (F @ mem_c) * (1.0 / r.bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]

@@ -166,9 +166,10 @@ def worst_cases(data: dict, metric: str, n_worst: int) -> None:
 
 def results(data: dict) -> None:
     """Chart and summary table first, then the error explorer and the worst cases."""
-    c1, c2, c3, c4 = st.columns([4.2, 1.8, 1, 1.2])
-    with c1:
-        metric_label = url_segmented("Metric", list(METRICS), key="v_metric", default="Decode")
+    # the five metrics on a row of their own: in a column, "Static batch" ran past the
+    # control's box on a phone
+    metric_label = url_segmented("Metric", list(METRICS), key="v_metric", default="Decode")
+    c2, c3, c4 = st.columns([1.8, 1, 1.2])
     with c2:
         color_label = url_segmented("Colour by", list(COLOR_BY), key="v_color", default="Class")
     with c3:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 
 from .base import add_output_args, emit, integer_in
+from ..budget import TimeBudgetExceeded
 from ..errors import ConfigError
 
 
@@ -96,6 +97,11 @@ def _cmd_plan(args) -> None:
         ex.close()
         if not quiet:
             sys.stderr.write("\n")
+    if result.cancelled and result.notes and "time budget" in result.notes[-1]:
+        c = result.counts                       # stopped at --time-budget: say what was done
+        raise TimeBudgetExceeded(
+            f"{result.notes[-1].split(': the plan uses only')[0]} ({c['simulated']:,} of {c['configurations']:,} configurations "
+            "simulated; no plan printed: a partial search may miss the cheapest plan)")
     if args.format == "json":
         emit(plan_to_dict(result, mix), "json")
         return

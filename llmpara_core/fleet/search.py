@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError, LLMParaError
-from ..limits import TimeBudgetExceeded
+from ..limits import TimeBudgetExceeded, check_time_budget
 from .traffic import Demand, TrafficMix
 
 BOUND_PER_WORKLOAD = 12       # candidates of one workload bounded per round
@@ -517,7 +517,9 @@ def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
         pruned_by[stage] = pruned_by.get(stage, 0) + n
 
     waiting: dict[int, list[Candidate]] = {i: [] for i in range(len(mix.workloads))}
-    for c in cands:
+    for i, c in enumerate(cands):
+        if i % 256 == 0:
+            check_time_budget(f"{i} of {total} configurations screened")
         b = _cheap(mix, c)
         if b is not None and (prune or b.stage == "support"):
             count(b.stage)
@@ -546,6 +548,7 @@ def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
             progress(steps[0], steps[0] + left, stage)
 
     def stop() -> bool:
+        check_time_budget(f"{steps[0]} search steps")   # the caller's budget (CLI, page)
         return bool(cancel and cancel())
 
     try:

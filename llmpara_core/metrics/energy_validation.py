@@ -34,6 +34,7 @@ import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..error_stats import error_stats as _stats
 from ..errors import ConfigError, require_float
 from ..presets import load_table
 from .energy import EnergyMeasurement, energy_params, read_energy_measurements
@@ -280,14 +281,6 @@ def recorded_fit() -> dict:
     return dict(load_table("energy_power").get("fit", {}))
 
 
-def _stats(errors) -> dict:
-    a = sorted(abs(e) for e in errors)
-    if not a:
-        return {"median_abs_error": None, "median_error": None, "p90_abs_error": None,
-                "within_15pct": None}
-    return {"median_abs_error": statistics.median(a), "median_error": statistics.median(errors),
-            "p90_abs_error": a[min(len(a) - 1, int(round(0.9 * (len(a) - 1))))],
-            "within_15pct": sum(x <= 0.15 for x in a) / len(a)}
 
 
 def regime_rows() -> list[dict]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ..error_stats import error_stats as _stats
 from ..errors import ConfigError
 from .engine import Setup, Speculation, implied_alpha, speedup
 from .measurements import Measurement, _num, load_measurements, setup_for
@@ -144,15 +145,6 @@ def validate_sweeps(path: str | None = None, estimated: bool = True) -> SweepVal
     return SweepValidation(tuple(sweeps), estimated)
 
 
-def _stats(errors) -> dict:
-    """The error statistics of one group, in ``calibration.summary.group_row``'s keys."""
-    a = sorted(abs(e) for e in errors)
-    if not a:
-        return {"median_abs_error": None, "median_error": None, "p90_abs_error": None,
-                "within_15pct": None}
-    return {"median_abs_error": statistics.median(a), "median_error": statistics.median(errors),
-            "p90_abs_error": a[min(len(a) - 1, int(round(0.9 * (len(a) - 1))))],
-            "within_15pct": sum(x <= 0.15 for x in a) / len(a)}
 
 
 def regime_rows(path: str | None = None) -> list[dict]:

@@ -154,8 +154,10 @@ def test_framework_names_and_profiles():
     assert ref.stage_hop_s > 0 and gen.stage_hop_s == 0             # plus its layer-split hop
     assert ref.tp_row_copy_s > 0 and gen.tp_row_copy_s == 0         # and its row-split copies
     assert ref.stream_bytes_per_cu_cycle > 0 == gen.stream_bytes_per_cu_cycle  # kernels' bound
+    assert ref.gemm_fp16_acc16 and ref.quant_gemm_int8 and not gen.quant_gemm_int8  # its units
     assert replace(ref, stage_hop_s=0.0, tp_row_copy_s=0.0, stream_bytes_per_cu_cycle=0.0,
-                   quant_stream_bytes_per_cu_cycle=0.0) == gen
+                   quant_stream_bytes_per_cu_cycle=0.0, gemm_fp16_acc16=False,
+                   quant_gemm_int8=False) == gen
     assert table.efficiency_for(H100, "mlx") == gen                 # no data: generic
     fast = table.efficiency_for(H100, "gpt-fast")
     assert fast.memory > gen.memory and fast.memory <= 1.0
@@ -221,9 +223,11 @@ def test_hostile_csvs():
 def test_fit_recovers_known_parameters():
     """Synthetic measurements made by the core with known efficiencies are fitted back."""
     # act_quant_kernels at the reference stack's cited GPU value, which the fit holds fixed
+    # and the GEMM units the fit gives the GPU classes (llama.cpp's: FP16 accumulate, int8 MMQ)
     truth = Efficiency(compute=0.55, memory=0.8, kernel_overhead_s=5e-6, kv_read=0.4,
                        act_quant_kernels=fitting.REFERENCE_ACT_QUANT_KERNELS[
-                           HardwareClass.CONSUMER_GPU])
+                           HardwareClass.CONSUMER_GPU],
+                       gemm_fp16_acc16=True, quant_gemm_int8=True)
     lines = []
     for i, (hw, model, bits, gen) in enumerate([
             (hw, model, bits, gen) for hw in ("RTX 4090", "RTX 3090")

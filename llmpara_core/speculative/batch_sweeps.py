@@ -20,11 +20,13 @@ for issue 27's leave-one-sweep-out figure).
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass
 
 from ..error_stats import error_stats as _stats
 from ..errors import ConfigError
+from .costs import SpecCosts, spec_costs
 from .engine import Setup, Speculation, implied_alpha, speedup
 from .measurements import Measurement, _num, load_measurements, setup_for
 
@@ -129,7 +131,13 @@ def group_sweeps(measurements) -> list[list[Measurement]]:
 
 def validate_sweeps(path: str | None = None, estimated: bool = True) -> SweepValidation:
     """Fit-on-the-smallest-batch validation of every sweep in the measurement CSV (default:
-    the repository's copy)."""
+    the repository's copy), under the speculation costs in force (cached per costs: the
+    Validation page asks for it on every run)."""
+    return _validate_sweeps(path, estimated, spec_costs())
+
+
+@functools.lru_cache(maxsize=256)
+def _validate_sweeps(path: str | None, estimated: bool, costs: SpecCosts) -> SweepValidation:
     sweeps = []
     for group in group_sweeps(load_measurements(path)):
         rows = []

@@ -1,0 +1,58 @@
+"""The power wall of FP8 serving iterations (``serving.cost.TENSOR_DUTY``): a compute-dense FP8
+pass is at least its full-rate tensor-core work / the duty long, a memory-bound decode pass is
+not touched, 16-bit passes are not touched, and a higher power limit moves the wall."""
+
+import numpy as np
+import pytest
+
+from llmpara_core.errors import ConfigError
+from llmpara_core.parallel import ParallelPlan
+from llmpara_core.precision import precision_preset
+from llmpara_core.presets import load_hardware, load_model
+from llmpara_core.serving import cost as C
+from llmpara_core.calibration.efficiency import efficiency_for
+
+
+def _cost(prec="FP8", **kw):
+    hw = load_hardware("nvidia-h200-sxm")
+    return C.IterationCost(load_model("llama-2-70b"), hw, precision_preset(prec),
+                           ParallelPlan(), efficiency_for(hw, "tensorrt-llm"), **kw)
+
+
+@pytest.fixture(scope="module")
+def fp8():
+    return _cost()
+
+
+def _times(cost, duty, monkeypatch):
+    monkeypatch.setattr(C, "TENSOR_DUTY", duty)
+    prompt = np.array(cost.feature_row(4, 2048, 2048))      # 8,192 prompt tokens
+    decode = np.array(cost.feature_row(8, 1, 300))           # 8 sequences decoding
+    return cost.time_one_s(prompt, 4), cost.time_one_s(decode, 8)
+
+
+def test_wall_stretches_compute_dense_fp8_passes_only(fp8, monkeypatch):
+    (p0, d0), (p1, d1) = _times(fp8, None, monkeypatch), _times(fp8, 0.47, monkeypatch)
+    F = np.atleast_2d(fp8.feature_row(4, 2048, 2048))
+    work = float((F @ fp8._tc[0])[0])
+    assert p1 > p0 * 1.05                            # binding for a prompt-heavy pass
+    assert p1 == pytest.approx(work / 0.47, rel=1e-9)
+    assert d1 == pytest.approx(d0, rel=1e-12)         # decode at batch 8 is memory-bound
+    assert work < p0                                  # work at full rate < roofline time
+
+
+def test_wall_leaves_16_bit_passes(monkeypatch):
+    c16 = _cost("FP16")
+    assert _times(c16, 0.3, monkeypatch) == _times(c16, None, monkeypatch)
+
+
+def test_power_limit_moves_the_wall(monkeypatch):
+    hot = _cost(power_limit_w=1000.0)
+    assert hot.tdp_scale == pytest.approx(1000.0 / 700.0)
+    base = _cost()
+    (p, _), (p_hot, _) = _times(base, 0.47, monkeypatch), _times(hot, 0.47, monkeypatch)
+    assert p_hot < p
+    with pytest.raises(ConfigError):
+        _cost(power_limit_w=-5.0)
+    with pytest.raises(ConfigError):
+        _cost(power_limit_w=float("nan"))

@@ -136,8 +136,12 @@ def main() -> int:
     ap.add_argument("--cache", help="pickle of the recorded iterations (written if missing)")
     ap.add_argument("--no-mlperf", action="store_true")
     a = ap.parse_args()
-    duties = [float(x) for x in a.duties.split(",")]
-    if a.requests < 1 or not duties or min(duties) <= 0 or max(duties) > 1:
+    try:
+        duties = [float(x) for x in a.duties.split(",")]
+    except ValueError:
+        print(f"--duties must be numbers separated by commas, got {a.duties!r}", file=sys.stderr)
+        return 2
+    if a.requests < 1 or not duties or not all(0 < d <= 1 for d in duties):
         print("requests must be >= 1 and duties in (0, 1]", file=sys.stderr)
         return 2
     if a.cache and Path(a.cache).exists():

@@ -56,3 +56,36 @@ def test_power_limit_moves_the_wall(monkeypatch):
         _cost(power_limit_w=-5.0)
     with pytest.raises(ConfigError):
         _cost(power_limit_w=float("nan"))
+
+
+def test_max_load_replay_equals_a_simulation_with_the_wall(monkeypatch):
+    """What scripts/fit_tensor_duty.py relies on: at max load under the reserve (no-eviction)
+    policy the schedule does not depend on time, so re-timing the iterations of a run without
+    the wall as max(compute, work / duty) + collectives gives the run with the wall exactly."""
+    from llmpara_core.serving.config import FRAMEWORK_DEFAULTS
+    from llmpara_core.serving.engine import simulate
+    from llmpara_core.serving.requests import RequestSpec
+    hw = load_hardware("nvidia-h100-sxm")
+    cost = C.IterationCost(load_model("llama-3.1-8b"), hw, precision_preset("FP8"),
+                           ParallelPlan(), efficiency_for(hw, "tensorrt-llm"))
+    cfg = FRAMEWORK_DEFAULTS["tensorrt-llm"].config
+    spec = RequestSpec(isl=2048, osl=64, requests=120)
+    rec = []
+    orig = C.IterationCost._stage_parts
+
+    def spy(self, i, F, n):
+        parts = orig(self, i, F, n)
+        rec.append(parts)
+        return parts
+    monkeypatch.setattr(C, "TENSOR_DUTY", None)
+    monkeypatch.setattr(C.IterationCost, "_stage_parts", spy)
+    free = simulate(cost, cfg, spec)
+    monkeypatch.setattr(C.IterationCost, "_stage_parts", orig)
+    comp, work, comm = (np.concatenate([np.broadcast_to(p[k], p[0].shape) for p in rec])
+                        for k in range(3))
+    assert (comp + comm).sum() == pytest.approx(free.busy_s, rel=1e-9)
+    monkeypatch.setattr(C, "TENSOR_DUTY", 0.47)
+    walled = simulate(cost, cfg, spec)
+    replay = float((np.maximum(comp, work / 0.47) + comm).sum())
+    assert walled.makespan_s > free.makespan_s * 1.02          # the wall binds here
+    assert walled.makespan_s == pytest.approx(replay, rel=1e-9)

@@ -89,3 +89,22 @@ def test_max_load_replay_equals_a_simulation_with_the_wall(monkeypatch):
     replay = float((np.maximum(comp, work / 0.47) + comm).sum())
     assert walled.makespan_s > free.makespan_s * 1.02          # the wall binds here
     assert walled.makespan_s == pytest.approx(replay, rel=1e-9)
+
+
+def test_duty_fit_scores_a_duty_as_the_simulator_predicts_it(monkeypatch):
+    """``serving.duty_fit`` (the fit and ``validate --loo``) scores a duty from one recorded
+    run per configuration; that equals predicting the rows with the wall at that duty."""
+    from llmpara_core.serving import duty_fit, validation as sv
+    rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD)
+            if r.model == "Llama-3.1-8B" and r.precision == "FP8" and r.tp == 1
+            and r.hardware.startswith("NVIDIA H100") and r.isl == 2048 and r.osl == 128][:2]
+    assert rows
+    recs = duty_fit.record(rows, 60)
+    monkeypatch.setattr(C, "TENSOR_DUTY", 0.44)
+    sv.predict.cache_clear()
+    try:
+        direct = [c.error for c in sv.compare(rows, 60)]
+    finally:
+        sv.predict.cache_clear()
+    assert [e for _, e in duty_fit.errors(recs, 0.44)] == pytest.approx(direct, rel=1e-9)
+    assert duty_fit.fit(recs, (0.44, 0.9)) in (0.44, 0.9)

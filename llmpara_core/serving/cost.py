@@ -131,6 +131,7 @@ class IterationCost:
         self._tc = tuple(self._tensor_work(st) for st in self.stages)
         # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
         # H200 "CTS") moves its power wall in proportion (first order: dynamic power ~ clock)
+        self.recorder: list | None = None       # duty_fit: the parts of every pass timed
         self.tdp_scale = 1.0
         if power_limit_w is not None:
             require_float("power limit", power_limit_w, lo=0, hi=1e5, lo_open=True)
@@ -279,6 +280,10 @@ class IterationCost:
         (``_stage_parts``), at least its tensor-core work / the power wall's duty
         (``TENSOR_DUTY``), plus the exposed collectives."""
         comp, work, comm = self._stage_parts(i, F, n_seqs)
+        if self.recorder is not None:           # (compute, FP8 work, collectives) per pass
+            fp8 = self._rates.dtype_used is DType.FP8
+            self.recorder.append((comp, work if fp8 else np.zeros_like(work),
+                                  np.broadcast_to(comm, comp.shape)))
         comp = self.power_walled(comp, work)
         return comp + comm - np.minimum(self.plan.overlap * comm, comp)
 

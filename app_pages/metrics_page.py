@@ -315,12 +315,23 @@ def energy_view() -> None:
             ("One decode step (whole batch)", f"{sig(e.decode_step_j)} J"),
             ("Whole run", f"{sig(e.total_j)} J in {fmt_time(e.total_time_s)}"),
             ("Tokens per joule", sig(e.tokens_per_j)),
-            ("Static power while busy", f"{sig(p.static_w)} W"),
-            ("Dynamic energy per FLOP", f"{sig(p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
-            ("Memory energy per byte (weights)", f"{sig(p.weight_j_per_byte / J_PER_PJ)} pJ"),
-        ], columns=["quantity", "value"]), hide_index=True)
+            *([("Power running kernels (+ FLOPs, bytes)", f"{sig(e.busy_w)} W"),
+               ("Power waiting on the host", f"{sig(e.fixed_w)} W"),
+               ("Energy per FLOP (fitted)",
+                f"{sig(e.dynamic_scale * p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
+               ("Energy per byte, main memory (fitted)",
+                f"{sig(e.dynamic_scale * p.main_j_per_byte / J_PER_PJ)} pJ")]
+              if e.model == "power" else
+              [("Static power while busy", f"{sig(p.static_w)} W"),
+               ("Dynamic energy per FLOP", f"{sig(p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
+               ("Memory energy per byte (weights)",
+                f"{sig(p.weight_j_per_byte / J_PER_PJ)} pJ")]),
+        ], columns=["quantity", "value"]), hide_index=True,
+            height=35 * (12 if e.model == "power" else 11) + 3)   # every row, no scroll bar
         # parts that draw energy (no empty 'link' row on a single device)
-        parts = {k: v for k, v in e.whole_run_parts_j().items() if v > 0}
+        names = ({"static": "running + host wait", "compute": "FLOPs", "memory": "bytes"}
+                 if e.model == "power" else {})
+        parts = {names.get(k, k): v for k, v in e.whole_run_parts_j().items() if v > 0}
         fig = go.Figure(go.Bar(x=list(parts.values()), y=list(parts), orientation="h",
                                hovertemplate="%{y}: %{x:.3g} J<extra></extra>"))
         fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)")

@@ -163,6 +163,10 @@ class EnergyReport:
     prefill_fixed_s: float = 0.0
     decode_fixed_s: float = 0.0
     fixed_w: float = 0.0
+    # power model only: what a device draws running kernels before its dynamic energy, and
+    # the scale of the technology energies per FLOP and per byte (1 for the other models)
+    busy_w: float | None = None
+    dynamic_scale: float = 1.0
 
     @property
     def prefill_j(self) -> float:
@@ -323,7 +327,9 @@ def energy_report(report: Report, params: EnergyParams | None = None,
     return EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
                         tuple(fn(r) for r in report.decode.rows), report.decode_steps,
                         wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes),
-                        pre_fixed, dec_r.pass_overhead_s, fixed_w)
+                        pre_fixed, dec_r.pass_overhead_s, fixed_w,
+                        busy_w if model == "power" else None,
+                        c.dynamic if model == "power" else 1.0)
 
 
 def estimated_rates(report: Report) -> Rates:

@@ -294,7 +294,7 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str,
     page = ctx.new_page()
     console: list[str] = []            # chart libraries' warnings about the data they got
     page.on("console", lambda m: console.append(m.text) if "Infinite extent" in m.text
-            else None)
+            or m.text.startswith("WARN ") else None)
     problems: list[str] = []
     qs = ("?" + urlencode(query)) if query else ""
     pages = app_pages()
@@ -311,8 +311,7 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str,
         slug = path.strip("/") or "overview"
         where = f"[{tag} {theme} {width}x{height}] {title}"
         problems += [f"{where}: {p}" for p in page_problems(page, slug, width >= 1000)]
-        if slug not in KNOWN_CONSOLE:
-            problems += [f"{where}: console: {m}" for m in sorted(set(console))]
+        problems += [f"{where}: console: {m}" for m in sorted(set(console))]
         console.clear()
         shot = SHOTS / f"{slug}-{tag}-{theme}-{width}.png"
         if whole:
@@ -324,10 +323,6 @@ def _visit_all(browser, base: str, query: dict, theme: str, tag: str,
     return problems
 
 
-# Open: the Compare page's Vega-Lite charts still log "Infinite extent" for every field on
-# their first draw, with finite values filtered per view and the data inline (issue 28, item
-# 12 is not solved); every other page fails on such a warning.
-KNOWN_CONSOLE = {"compare"}
 
 # Both themes at both sizes, the default scenario and a shared link each twice: four browser
 # sessions of one visit per page (the suite's wall time grows with the visits, not the checks).

@@ -308,7 +308,7 @@ def energy_view() -> None:
     with right:
         st.subheader("Per token and per request")
         st.dataframe(pd.DataFrame([
-            ("Energy per output token (prefill included)", f"{sig(e.j_per_output_token)} J"),
+            ("Energy / output token (with prefill)", f"{sig(e.j_per_output_token)} J"),
             ("Energy per decoded token (marginal)", f"{sig(e.decode_j_per_token)} J"),
             ("Energy per request (one sequence)", f"{sig(e.request_j)} J"),
             ("Prefill (whole batch)", f"{sig(e.prefill_j)} J"),

@@ -9,7 +9,7 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.export import report_to_dict
 from llmpara_core.precision import PRECISION_PRESETS
 from ui.compare import (COMPARE_COLUMNS, chart_data, compare_spec, compare_table,
-                        raw_compare_frame, short_label, styled_compare)
+                        raw_compare_frame, short_label, styled_compare, with_domains)
 from ui.compute import preset_hardware, preset_model, report
 from ui.format import escape_md
 from ui.links import show_value
@@ -153,8 +153,13 @@ log = url_toggle("Log scale", key="cmp_log", value=False,
                  help="Linear unless the values span orders of magnitude.")
 st.caption("Click a bar to pick out that scenario in every chart (shift-click for several; "
            "double-click to clear). Bars = estimated, ticks = ideal (peak rates).")
-# The rows go inline into the spec (missing values as null, filtered per view): with data
-# attached beside the spec, the views first drew an empty dataset ("Infinite extent").
-rows = chart_data(table).astype(object).where(chart_data(table).notna(), None)
-st.vega_lite_chart({**compare_spec(log), "data": {"values": rows.to_dict("records")}},
-                   key="cmp_charts")
+# The rows go inline into the spec (missing values as null, filtered per view), and every x
+# scale gets its domain from them: Streamlit first draws the chart with no rows, and a domain
+# left to Vega is then the extent of nothing ("Infinite extent" in the console).
+data = chart_data(table)
+spec = with_domains(compare_spec(log), data, log)
+if spec is None:
+    st.info("No scenario has a finite value to chart.")
+else:
+    rows = data.astype(object).where(data.notna(), None)
+    st.vega_lite_chart({**spec, "data": {"values": rows.to_dict("records")}}, key="cmp_charts")

@@ -182,6 +182,73 @@ def compare_spec(log: bool = False) -> dict:
         return _without_placeholder_data(chart.to_dict())
 
 
+# (bar field, tick field) of each chart in compare_spec, in the order they are drawn.
+_PANELS = (("ttft", "ttft_i"), ("tpot", "tpot_i"), ("tps", "tps_i"), ("mem", "cap"))
+
+
+def x_domains(data: pd.DataFrame, log: bool) -> dict[str, list[float] | None]:
+    """Each chart's x range, from the values it will draw (bar and tick; positive ones on a log
+    scale): linear from 0 to 5 % past the largest, log from half the smallest to twice the
+    largest. None where a chart has no finite value to draw."""
+    out: dict[str, list[float] | None] = {}
+    for bar, tick in _PANELS:
+        vals = pd.concat([pd.to_numeric(data[bar], errors="coerce"),
+                          pd.to_numeric(data[tick], errors="coerce")])
+        vals = vals[vals.apply(lambda v: v == v and abs(v) != float("inf"))]
+        if log:
+            vals = vals[vals > 0]
+        if vals.empty:
+            out[bar] = None
+        elif log:
+            out[bar] = [float(vals.min()) / 2, float(vals.max()) * 2]
+        else:
+            top = float(vals.max())
+            out[bar] = [min(0.0, float(vals.min())), top * 1.05 if top > 0 else 1.0]
+    return out
+
+
+def with_domains(spec: dict, data: pd.DataFrame, log: bool) -> dict | None:
+    """``spec`` (from :func:`compare_spec`) with every x scale's domain set from ``data``.
+    Streamlit draws a Vega-Lite chart once with no rows before it inserts the data; a domain
+    left to Vega is then the extent of nothing ("Infinite extent for field …" in the console).
+    A chart with no finite value to draw is left out; None if no chart has one."""
+    domains = x_domains(data, log)
+    fields = {f: bar for bar, tick in _PANELS for f in (bar, tick)}
+
+    def fix(node):
+        if isinstance(node, dict):
+            node = {k: fix(v) for k, v in node.items()}
+            x = node.get("encoding", {}).get("x") if isinstance(node.get("encoding"), dict) \
+                else None
+            if isinstance(x, dict) and x.get("field") in fields:
+                x["scale"] = {**x.get("scale", {}), "domain": domains[fields[x["field"]]]}
+            return node
+        if isinstance(node, list):
+            return [fix(v) for v in node]
+        return node
+
+    def drawable(view) -> bool:
+        layer = view.get("layer", [])
+        return any(domains.get(lay.get("encoding", {}).get("x", {}).get("field")) is not None
+                   for lay in layer)
+
+    out = fix(spec)
+    rows = []
+    for row in out["vconcat"]:
+        views = [v for v in row["hconcat"] if drawable(v)]
+        if views and views[0] is not row["hconcat"][0]:    # the names go on the left chart
+            views[0] = {**views[0], "layer": [
+                {**lay, "encoding": {**lay["encoding"], "y": {
+                    **lay["encoding"]["y"], "axis": {**lay["encoding"]["y"]["axis"],
+                                                     "labels": True, "ticks": True}}}}
+                for lay in views[0]["layer"]]}
+        if views:
+            rows.append({**row, "hconcat": views})
+    if not rows:
+        return None
+    return {**out, "vconcat": rows}
+
+
 def _without_placeholder_data(spec):
     """Altair gives data-less views an empty named dataset; removed, every view draws the data
     Streamlit attaches at the top."""

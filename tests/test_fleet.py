@@ -158,6 +158,28 @@ def test_floors_are_below_the_simulated_latency():
             assert b.tpot_floor_s <= r["tpot_s"] * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("framework, pp, kv_tokens", [
+    ("vllm", 1, 3_072), ("vllm", 2, 3_072), ("tensorrt-llm", 1, 8_192), ("vllm", 1, None)])
+def test_decode_busy_floor_bounds_the_simulated_busy_time(framework, pp, kv_tokens):
+    """The KV-packing bound of the decode busy time is below the simulated busy time at max
+    load, including where a small KV cache makes it several times the batch-cap bound."""
+    from llmpara_core.calibration.stacks import with_stack
+    from llmpara_core.fleet.search import _decode_busy_floor_s
+    from llmpara_core.serving import IterationCost, kv_capacity_tokens, simulate
+    hw = load_hardware("8x-nvidia-h100-sxm-nvlink")
+    shw, _ = with_stack(hw, framework)
+    cost = IterationCost(load_model("Qwen2.5-0.5B"), hw, precision_preset("FP16"),
+                         ParallelPlan(tp=1, pp=pp), shw.efficiency)
+    cfg, _ = engine_config(framework, kv_capacity_tokens=kv_tokens)
+    spec = RequestSpec(isl=300, osl=400, requests=80, lengths="lognormal", spread=0.6, seed=2)
+    res = simulate(cost, cfg, spec)
+    kv = kv_capacity_tokens(cost, cfg)
+    floor = _decode_busy_floor_s(cost, res.isl, res.osl, cfg.max_batch, kv)
+    assert 0 < floor <= res.busy_s
+    if kv_tokens is not None:           # the KV term binds: well above the batch-cap floor
+        assert floor > 1.4 * _decode_busy_floor_s(cost, res.isl, res.osl, cfg.max_batch, 10**12)
+
+
 def test_chosen_plan_meets_its_slo_when_resimulated():
     mix = parse_traffic(SMALL)
     p = plan(mix)

@@ -454,7 +454,8 @@ def evaluate_candidate(task: Task) -> dict:
     from ..serving import simulate, summarize
     from ..serving.report import judge_slo
     c, d = task.candidate, task.demand
-    out = {"key": list(c.key), "feasible": False, "error": None}
+    out = {"key": list(c.key), "feasible": False, "error": None,
+           "max_replicas": task.max_replicas}
     try:
         cost = _cost(d.model, c.hardware, c.tp, c.pp, c.precision, c.framework)
         cfg = _config(c.framework)

@@ -50,6 +50,14 @@ def test_a_missing_cluster_price_reads_dash_with_its_reason():
     row = [d.value for d in priced.dataframe if "plan" in d.value.columns][0].iloc[0]
     assert row["replica_price_usd"] == 30000 * row["gpus_per_replica"]   # the sum of devices
     assert row["usd_per_million_tokens"] > 0
+    # the phone's rendering: the same figures as label | value rows, dollars as dollars
+    for page, want in ((at, "—"), (priced, "$")):
+        rec = [d.value for d in page.dataframe if list(d.value.columns) == ["quantity", "value"]]
+        assert len(rec) == 1
+        shown = dict(zip(rec[0]["quantity"], rec[0]["value"]))
+        assert shown["$ / M output tokens"].startswith(want), shown
+        assert not any("e+" in v for v in shown.values()), shown
+    assert shown["price / replica ($)"] == f"${30000 * row['gpus_per_replica']:,.2f}"
 
 
 def test_serving_devices_follow_the_sidebar():

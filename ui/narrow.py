@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from .format import sig
 from .tables import KINDS, MISSING
 
 NARROW_PX = 640                     # Streamlit stacks columns below this width
@@ -57,6 +58,10 @@ def _fmt(value, kind: str) -> str:
         return ("yes" if value else "no") if kind == "bool" else str(value)
     scale, fmt = KINDS[kind]
     v = float(value) * scale
+    if fmt == "dollar":
+        return f"${v:,.2f}"
+    if fmt == "%.3g":                   # as the grid would, without its exponent (3e+04)
+        return sig(v)
     return fmt % (round(v) if fmt == "%d" else v)
 
 

@@ -74,3 +74,20 @@ def record_table(row: dict, columns: dict[str, tuple[str, str]], **kwargs):
     return st.dataframe(pd.DataFrame(recs), column_config={
         "quantity": st.column_config.TextColumn("quantity"),
         "value": st.column_config.TextColumn("value")}, **kwargs)
+
+
+def by_rows_on_narrow(df: pd.DataFrame, key: str, first: str, **kwargs) -> None:
+    """A short table of text cells (one row per ``first``, e.g. per memory tier) as it is on a
+    wide screen, and turned on a phone: one row per column, one column per ``first`` value
+    (a few rows of many columns hid their last columns there). The turned copy is left out
+    where the ``first`` values repeat (they would be its headers)."""
+    kwargs.setdefault("hide_index", True)
+    if df[first].duplicated().any():
+        st.dataframe(df, **kwargs)
+        return
+    with wide_only(f"{key}_wide"):
+        st.dataframe(df, **kwargs)
+    with narrow_only(f"{key}_narrow"):
+        turned = df.set_index(first).T
+        turned.insert(0, "quantity", turned.index)
+        st.dataframe(turned.astype(str), **kwargs)

@@ -258,3 +258,15 @@ def test_compare_charts_never_leave_a_domain_to_an_empty_first_draw():
     assert dom["tpot"] == [0.5, 8.0] and dom["mem"] == [0.5, 18.0]
     empty = data.assign(**{c: float("nan") for c in data.columns if c not in ("scenario", "fit")})
     assert with_domains(compare_spec(False), empty, False) is None
+    # a phone (item 10): one chart a row that fits 390 px, and the table turned, one column
+    # per scenario by its number
+    phone = json.loads(at.get("vega_lite_chart")[1].proto.spec)
+    assert [len(r["hconcat"]) for r in phone["vconcat"]] == [1, 1, 1, 1]
+    for r in phone["vconcat"]:
+        view = r["hconcat"][0]
+        label_px = view["layer"][0]["encoding"]["y"]["axis"]["labelLimit"]
+        assert view["width"] + label_px <= 330 and view["layer"][0]["encoding"]["x"]["scale"][
+            "domain"][1] > 0
+    turned = at.dataframe[1].value
+    assert list(turned.columns) == ["quantity", "1", "2"]
+    assert "TPOT (ms)" in list(turned["quantity"]) and not turned.isna().any().any()

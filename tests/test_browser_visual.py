@@ -6,17 +6,17 @@ against one `streamlit run`. Every check waits until the page has settled as a r
 timeout fails the test) — never for a fixed time.
 
 On every page: no exception; no snake_case column header; no markdown escape (a backslash
-before punctuation) in rendered text; at 1440×900 the sidebar's Model and Hardware boxes in the
-first screen; every Plotly chart's log axes span at most 12 decades, no axis
-carries more than 30 tick labels, horizontal tick labels do not overlap and no legend scrolls;
-no metric value or label is cut off (scrollWidth > clientWidth); the Compare page's charts span at
-least 90 % of the content width; no table cell or metric shows
-None/nan/inf/null and no traceback text appears; no chart library warns about its data in the
-console; no request leaves 127.0.0.1. On a phone (390 px): no table of at most three columns
-or of at most two rows scrolls sideways, figures that belong together follow each other
-("X · estimated" then "X · ideal", the parameter, FLOP and KV pairs), and Serving shows
-its answer before its inputs, which sit in an expander. Screenshots go to
-tests/out/visual/ (gitignored); idle times after a widget change go to
+before punctuation) in rendered text; every Plotly chart's log axes span at most 12 decades,
+no axis carries more than 30 tick labels, horizontal tick labels do not overlap and no legend
+scrolls; no metric value or label is cut off (scrollWidth > clientWidth); no table cell or
+metric shows None/nan/inf/null and no traceback text appears; no chart library warns about
+its data in the console; no request leaves 127.0.0.1. At 1440×900: the sidebar's Model and
+Hardware boxes in the first screen, no table of at most four rows scrolls sideways, and the
+Compare page's charts span at least 90 % of the content width. On a phone (390 px): no table
+of at most three columns or of at most two rows scrolls sideways, figures that belong
+together follow each other ("X · estimated" then "X · ideal", the parameter, FLOP and KV
+pairs), and Serving shows its answer before its inputs, which sit in an expander.
+Screenshots go to tests/out/visual/ (gitignored); idle times after a widget change go to
 tests/out/visual/idle_times.json. Skipped, with the reason, where Chromium is absent."""
 
 from __future__ import annotations
@@ -250,6 +250,11 @@ NARROW_GRID_JS = r"""
 """
 
 
+# On a wide screen: short tables (at most four rows) that scroll sideways (their last columns
+# hidden; Compare's "max batch" was).
+WIDE_GRID_JS = NARROW_GRID_JS.replace("(g.cols <= 3 || g.rows <= 2)", "g.rows <= 4")
+
+
 # On a phone the metrics read top to bottom, and figures that belong together must follow each
 # other there: "<quantity> · estimated" then its "<quantity> · ideal", and these pairs (a grid
 # stacked column by column had put other figures between them).
@@ -301,6 +306,8 @@ def page_problems(page, slug: str, wide: bool) -> list[str]:
         problems += [f"on a phone a pair of metrics is split: {t}"
                      for t in page.evaluate(PAIRS_JS, PAIRS)]
     if wide:
+        problems += [f"a table of {g['rows']} rows scrolls sideways by {g['over']} px "
+                     f"({g['heads']})" for g in page.evaluate(WIDE_GRID_JS)]
         problems += width_problems(page, slug)
         problems += [f"sidebar below the fold: {t}" for t in page.evaluate(FOLD_JS)]
     return problems

@@ -35,13 +35,15 @@ COMPARE_COLUMNS = {
                                        "device's capacity"),
     "params": st.column_config.TextColumn("params", help="total parameters (B = 10⁹)"),
     "memory (GB)": st.column_config.NumberColumn(help="needed; GB = 10⁹ bytes"),
-    "capacity (GB)": st.column_config.NumberColumn(help="device memory; GB = 10⁹ bytes"),
+    "capacity (GB)": st.column_config.NumberColumn("device (GB)", help="device memory "
+                                                   "capacity; GB = 10⁹ bytes"),
     "TTFT (ms)": st.column_config.NumberColumn(help="time to first token, estimated"),
     "TPOT (ms)": st.column_config.NumberColumn(help="time per output token, estimated"),
-    "tok/s per seq.": st.column_config.NumberColumn(help="decode tokens/s of one sequence "
-                                                    "(1 / TPOT), estimated"),
-    "tok/s aggregate": st.column_config.NumberColumn(help="decode tokens/s of the batch, "
-                                                     "estimated"),
+    # short headers: the table hid its last column at 1440 px
+    "tok/s per seq.": st.column_config.NumberColumn("tok/s (seq.)", help="decode tokens/s of "
+                                                    "one sequence (1 / TPOT), estimated"),
+    "tok/s aggregate": st.column_config.NumberColumn("tok/s (batch)", help="decode tokens/s "
+                                                     "of the whole batch, estimated"),
     "max batch": st.column_config.NumberColumn(help="largest batch that fits at this context"),
 }
 

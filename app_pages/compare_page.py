@@ -124,7 +124,7 @@ with st.spinner("Analysing the scenarios…"):
 
 for i, (label, rep, err) in enumerate(results):
     # a horizontal container, not columns: a phone stacks columns (the ✕ fell below its name)
-    line = st.container(horizontal=True, vertical_alignment="center")
+    line = st.container(horizontal=True, vertical_alignment="center", wrap=False)
     full = (f"{preset_name('models', rows[i][0])} · {preset_name('hardware', rows[i][1])} · "
             f"{rows[i][2]}")
     line.markdown(f"**{escape_md(label)}**" + (f" — {escape_md(full)}" if "…" in label else "")

@@ -3,6 +3,8 @@ backgrounds and grids are left to Streamlit's theme (``theme="streamlit"``)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import math
 from typing import Sequence
 
@@ -60,8 +62,11 @@ def show_with_phone_legend(fig: go.Figure, key: str, filename: str) -> None:
         show(fig, key, filename)
     phone = go.Figure(fig)
     entries = sum(t.showlegend is not False for t in fig.data)
-    phone.update_layout(height=420 + 14 * entries, title=dict(font=dict(size=13)),
-                        legend=dict(orientation="h", yanchor="top", y=-0.12, x=0,
+    title = fig.layout.title.text or ""
+    phone.update_layout(height=420 + 14 * entries,      # a long title wraps (it was cut off)
+                        title=dict(text="<br>".join(textwrap.wrap(title, 44)),
+                                   font=dict(size=13)),
+                        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0,
                                     font=dict(size=11)),
                         margin=dict(l=10, r=10, t=40, b=10))
     with narrow_only(f"{key}_narrow"):

@@ -124,11 +124,12 @@ def phone_table(table: pd.DataFrame) -> pd.DataFrame:
     """The table turned for a phone: one row per quantity, one column per scenario headed by
     its number (the rows above the table name them), values as the wide table shows them."""
     shown = table[[c for c in table.columns if not c.startswith("_") and c != "fits"]]
-    out = {"quantity": [c for c in shown.columns if c != "scenario"]}
+    cols = [c for c in shown.columns if c != "scenario"]
+    out = {"quantity": [(COMPARE_COLUMNS.get(c) or {}).get("label") or c for c in cols]}
     for k, (_, row) in enumerate(shown.iterrows()):
         out[str(k + 1)] = [("{:,}".format(row[c]) if c == "max batch" else sig(row[c]))
                            if c in BEST or c in ("memory (GB)", "capacity (GB)") else str(row[c])
-                           for c in out["quantity"]]
+                           for c in cols]
     return pd.DataFrame(out)
 
 

@@ -280,8 +280,9 @@ def memory_bar(parts: Sequence[tuple[str, float, str]], capacity: float, unit: f
     fig.add_vline(x=capacity / unit, line_dash="dash", line_color="#E45756",
                   annotation_text=f"capacity {capacity / unit:.4g} {unit_name}",
                   annotation_position="top")
-    fig.update_layout(barmode="stack", height=230, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    # the legend below the axis: above the bar it ran into the capacity label on a phone
+    fig.update_layout(barmode="stack", height=250, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.45, x=0))
     fig.update_xaxes(title=unit_name)
     fig.update_yaxes(showticklabels=False)
     return fig

@@ -233,13 +233,14 @@ def _ops_frame(rows, phase: str) -> pd.DataFrame:
 def _ridge_marker(fig: go.Figure, x: float, text: str) -> None:
     """A dotted vertical line at ``x`` across the y range of the traces already drawn, as a
     trace: a shape or annotation on a log axis takes log10 coordinates, so ``add_vline(x=183)``
-    would stretch the axis to 10^183."""
+    would stretch the axis to 10^183. The label sits left of the line (the ridge lies to the
+    right, and a label to its right ran off a phone's chart)."""
     ys = [v for tr in fig.data for v in (tr.y if tr.y is not None else ())
           if v is not None and v > 0]
     if not ys or not x or x <= 0:
         return
     fig.add_trace(go.Scatter(x=[x, x], y=[min(ys), max(ys)], mode="lines+text",
-                             text=[f"{text} {sig(x)} FLOP/B", ""], textposition="top right",
+                             text=[f"{text} {sig(x)} FLOP/B", ""], textposition="top left",
                              line={"dash": "dot", "width": 1, "color": "#8C8C8C"},
                              hoverinfo="skip", showlegend=False))
 

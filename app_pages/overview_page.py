@@ -73,8 +73,9 @@ with right:
             t.text = [t.name if x >= 12 else "" for x in t.x]
             t.textposition, t.insidetextanchor = "inside", "middle"
         fig.update_layout(title="Where the time goes (estimated)", height=190,
-                          showlegend=False, margin=dict(l=10, r=10, t=35, b=10))
-        fig.update_xaxes(title=None, ticksuffix=" %")
+                          showlegend=False, margin=dict(l=10, r=24, t=35, b=10))
+        # every quarter labelled, 100 % included (Plotly had left only "0 %" and "50 %")
+        fig.update_xaxes(title=None, ticksuffix=" %", tickvals=[0, 25, 50, 75, 100])
         show(fig, "overview-shares", "overview-time-by-category")
 iff = "" if mem.fits else f" ({IF_IT_FIT})"
 

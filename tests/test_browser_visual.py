@@ -6,16 +6,17 @@ against one `streamlit run`. Every check waits until the page has settled as a r
 timeout fails the test) — never for a fixed time.
 
 On every page: no exception; no snake_case column header; no markdown escape (a backslash
-before punctuation) in rendered text; at 1440×900 the sidebar's Model and Hardware boxes in the
-first screen; every Plotly chart's log axes span at most 12 decades, no axis
-carries more than 30 tick labels, horizontal tick labels do not overlap and no legend scrolls;
-no metric value or label is cut off (scrollWidth > clientWidth); the Compare page's charts span at
-least 90 % of the content width; no table cell or metric shows
-None/nan/inf/null and no traceback text appears; no chart library warns about its data in the
-console; no request leaves 127.0.0.1. On a phone (390 px): no table of at most three columns
-scrolls sideways, a metric "X · estimated" is followed by its "X · ideal", and Serving shows
-its answer before its inputs, which sit in an expander. Screenshots go to
-tests/out/visual/ (gitignored); idle times after a widget change go to
+before punctuation) in rendered text; every Plotly chart's log axes span at most 12 decades,
+no axis carries more than 30 tick labels, horizontal tick labels do not overlap and no legend
+scrolls; no metric value or label is cut off (scrollWidth > clientWidth); no table cell or
+metric shows None/nan/inf/null and no traceback text appears; no chart library warns about
+its data in the console; no request leaves 127.0.0.1. At 1440×900: the sidebar's Model and
+Hardware boxes in the first screen, no table of at most four rows scrolls sideways, and the
+Compare page's charts span at least 90 % of the content width. On a phone (390 px): no table
+of at most three columns or of at most two rows scrolls sideways, figures that belong
+together follow each other ("X · estimated" then "X · ideal", the parameter, FLOP and KV
+pairs), and Serving shows its answer before its inputs, which sit in an expander.
+Screenshots go to tests/out/visual/ (gitignored); idle times after a widget change go to
 tests/out/visual/idle_times.json. Skipped, with the reason, where Chromium is absent."""
 
 from __future__ import annotations
@@ -233,35 +234,46 @@ FOLD_JS = r"""
 """
 
 
-# On a phone: small tables (at most three columns) that scroll sideways, i.e. hide their
-# last columns (a wider table scrolls, with its first column in view).
+# On a phone: tables that scroll sideways, i.e. hide their last columns, although they are
+# small (at most three columns) or a record (one or two rows, such as Serving's capacity and
+# cost, whose $ / M tokens was off-screen). A larger table scrolls, its first column in view.
 NARROW_GRID_JS = r"""
 () => Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
   .filter(e => e.offsetParent !== null).map(e => {
     const s = e.querySelector('.dvn-scroller');
     const g = e.querySelector('[aria-colcount]');
     const cols = g ? parseInt(g.getAttribute('aria-colcount')) : 0;
+    const rows = g ? parseInt(g.getAttribute('aria-rowcount')) - 1 : 0;
     const heads = Array.from(e.querySelectorAll('th')).map(t => t.textContent.trim());
-    return {cols, over: s ? s.scrollWidth - s.clientWidth : 0, heads: heads.join(' | ')};
-  }).filter(g => g.cols > 0 && g.cols <= 3 && g.over > 1)
+    return {cols, rows, over: s ? s.scrollWidth - s.clientWidth : 0, heads: heads.join(' | ')};
+  }).filter(g => g.cols > 0 && (g.cols <= 3 || g.rows <= 2) && g.over > 1)
 """
 
 
-# On a phone the metrics read top to bottom: "<quantity> · estimated" must be followed by its
-# "<quantity> · ideal" (a grid stacked row by row put other figures between them).
+# On a wide screen: short tables (at most four rows) that scroll sideways (their last columns
+# hidden; Compare's "max batch" was).
+WIDE_GRID_JS = NARROW_GRID_JS.replace("(g.cols <= 3 || g.rows <= 2)", "g.rows <= 4")
+
+
+# On a phone the metrics read top to bottom, and figures that belong together must follow each
+# other there: "<quantity> · estimated" then its "<quantity> · ideal", and these pairs (a grid
+# stacked column by column had put other figures between them).
+PAIRS = [["Parameters (total)", "Parameters (active per token)"],
+         ["Prefill FLOPs", "Decode FLOPs"], ["KV cache per token", "KV cache at full context"],
+         ["Memory needed", "Device capacity"],
+         ["Largest batch that fits", "Largest context that fits"]]
 PAIRS_JS = r"""
-() => {
+(pairs) => {
   const labels = Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid="stMetricLabel"]'))
     .filter(e => e.offsetParent !== null)
     .map(e => ({t: (e.innerText || '').trim(), y: e.getBoundingClientRect().top}))
     .sort((a, b) => a.y - b.y).map(x => x.t);
-  const out = [];
-  labels.forEach((t, i) => {
-    const m = t.match(/^(.*) · estimated$/);
-    if (m && labels.includes(m[1] + ' · ideal') && labels[i + 1] !== m[1] + ' · ideal')
-      out.push(t + ' then ' + (labels[i + 1] || 'nothing'));
-  });
-  return out;
+  const all = pairs.slice();
+  labels.forEach(t => { const m = t.match(/^(.*) · estimated$/);
+                        if (m) all.push([t, m[1] + ' · ideal']); });
+  return all.filter(([a, b]) => labels.includes(a) && labels.includes(b)
+                                && labels[labels.indexOf(a) + 1] !== b)
+            .map(([a, b]) => a + ' then ' + labels[labels.indexOf(a) + 1] + ', not ' + b);
 }
 """
 
@@ -285,14 +297,17 @@ def page_problems(page, slug: str, wide: bool) -> list[str]:
         if None in order or not order[2] < order[0] < order[1]:
             problems.append(f"on a phone the answer does not come first (title, first metric, "
                             f"inputs at y = {order[2]}, {order[0]}, {order[1]})")
-        if not page.locator('.st-key-sv_inputs [data-testid="stExpander"]').count():
+        if not page.locator('.st-key-sv_inputs [data-testid="stExpander"] '
+                            '.st-key-sv_cluster').count():     # the Devices box folds away
             problems.append("on a phone the inputs are not in an expander")
     if not wide:
         problems += [f"on a phone a {g['cols']}-column table scrolls sideways by {g['over']} px "
                      f"({g['heads']})" for g in page.evaluate(NARROW_GRID_JS)]
         problems += [f"on a phone a pair of metrics is split: {t}"
-                     for t in page.evaluate(PAIRS_JS)]
+                     for t in page.evaluate(PAIRS_JS, PAIRS)]
     if wide:
+        problems += [f"a table of {g['rows']} rows scrolls sideways by {g['over']} px "
+                     f"({g['heads']})" for g in page.evaluate(WIDE_GRID_JS)]
         problems += width_problems(page, slug)
         problems += [f"sidebar below the fold: {t}" for t in page.evaluate(FOLD_JS)]
     return problems

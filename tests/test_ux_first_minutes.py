@@ -50,6 +50,14 @@ def test_a_missing_cluster_price_reads_dash_with_its_reason():
     row = [d.value for d in priced.dataframe if "plan" in d.value.columns][0].iloc[0]
     assert row["replica_price_usd"] == 30000 * row["gpus_per_replica"]   # the sum of devices
     assert row["usd_per_million_tokens"] > 0
+    # the phone's rendering: the same figures as label | value rows, dollars as dollars
+    for page, want in ((at, "—"), (priced, "$")):
+        rec = [d.value for d in page.dataframe if list(d.value.columns) == ["quantity", "value"]]
+        assert len(rec) == 1
+        shown = dict(zip(rec[0]["quantity"], rec[0]["value"]))
+        assert shown["$ / M output tokens"].startswith(want), shown
+        assert not any("e+" in v for v in shown.values()), shown
+    assert shown["price / replica ($)"] == f"${30000 * row['gpus_per_replica']:,.2f}"
 
 
 def test_serving_devices_follow_the_sidebar():
@@ -250,3 +258,15 @@ def test_compare_charts_never_leave_a_domain_to_an_empty_first_draw():
     assert dom["tpot"] == [0.5, 8.0] and dom["mem"] == [0.5, 18.0]
     empty = data.assign(**{c: float("nan") for c in data.columns if c not in ("scenario", "fit")})
     assert with_domains(compare_spec(False), empty, False) is None
+    # a phone (item 10): one chart a row that fits 390 px, and the table turned, one column
+    # per scenario by its number
+    phone = json.loads(at.get("vega_lite_chart")[1].proto.spec)
+    assert [len(r["hconcat"]) for r in phone["vconcat"]] == [1, 1, 1, 1]
+    for r in phone["vconcat"]:
+        view = r["hconcat"][0]
+        label_px = view["layer"][0]["encoding"]["y"]["axis"]["labelLimit"]
+        assert view["width"] + label_px <= 330 and view["layer"][0]["encoding"]["x"]["scale"][
+            "domain"][1] > 0
+    turned = at.dataframe[1].value
+    assert list(turned.columns) == ["quantity", "1", "2"]
+    assert "TPOT (ms)" in list(turned["quantity"]) and not turned.isna().any().any()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from .format import sig
 from .tables import KINDS, MISSING
 
 NARROW_PX = 640                     # Streamlit stacks columns below this width
@@ -57,6 +58,10 @@ def _fmt(value, kind: str) -> str:
         return ("yes" if value else "no") if kind == "bool" else str(value)
     scale, fmt = KINDS[kind]
     v = float(value) * scale
+    if fmt == "dollar":
+        return f"${v:,.2f}"
+    if fmt == "%.3g":                   # as the grid would, without its exponent (3e+04)
+        return sig(v)
     return fmt % (round(v) if fmt == "%d" else v)
 
 
@@ -69,3 +74,20 @@ def record_table(row: dict, columns: dict[str, tuple[str, str]], **kwargs):
     return st.dataframe(pd.DataFrame(recs), column_config={
         "quantity": st.column_config.TextColumn("quantity"),
         "value": st.column_config.TextColumn("value")}, **kwargs)
+
+
+def by_rows_on_narrow(df: pd.DataFrame, key: str, first: str, **kwargs) -> None:
+    """A short table of text cells (one row per ``first``, e.g. per memory tier) as it is on a
+    wide screen, and turned on a phone: one row per column, one column per ``first`` value
+    (a few rows of many columns hid their last columns there). The turned copy is left out
+    where the ``first`` values repeat (they would be its headers)."""
+    kwargs.setdefault("hide_index", True)
+    if df[first].duplicated().any():
+        st.dataframe(df, **kwargs)
+        return
+    with wide_only(f"{key}_wide"):
+        st.dataframe(df, **kwargs)
+    with narrow_only(f"{key}_narrow"):
+        turned = df.set_index(first).T
+        turned.insert(0, "quantity", turned.index)
+        st.dataframe(turned.astype(str), **kwargs)

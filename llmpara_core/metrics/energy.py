@@ -254,7 +254,7 @@ def resolve_energy_model(model: str, hardware: Hardware, params: EnergyParams) -
 
 
 def _power_fit_note() -> str:
-    from .energy_validation import recorded_fit
+    from .power_model import recorded_fit
     f = recorded_fit()
     try:
         return (f"{float(f['batched']):.1%} batched, {float(f['batch_1']):.1%} at batch 1 "
@@ -280,7 +280,7 @@ def energy_report(report: Report, params: EnergyParams | None = None,
         fn = lambda r: op_energy(r, p)   # noqa: E731
         used_alpha = None
     elif model == "power":
-        from .energy_validation import power_constants
+        from .power_model import power_constants
         c, tdp = power_constants(), report.hardware.tdp_w
         if tdp is None or p.idle_w is None:
             raise ConfigError(f"{report.hardware.name}: the power model needs a TDP and an "

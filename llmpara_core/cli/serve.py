@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..units import BYTES_PER_GB, S_PER_MS
 from ..serving import (ARRIVALS, POLICIES, EngineConfig, RequestSpec, Slo,
                        engine_config, serve, study_to_dict)
-from ..serving import lengths as length_sets, scenarios
+from ..serving import lengths as length_sets, scenarios, stack_version
 from ..serving.disagg import disaggregate, disagg_to_dict
 
 _MAX_TP = 65536
@@ -36,6 +36,10 @@ def register(subparsers) -> None:
     g.add_argument("--pp", type=bounded("degree", "PP"), default=1, help="pipeline stages")
     g.add_argument("--framework", help=FRAMEWORK_HELP + "; also the scheduler defaults "
                                        "(tensorrt-llm, vllm; other stacks: a generic engine)")
+    g.add_argument("--stack-version", metavar="V",
+                   help="TensorRT-LLM release (0.10 to 0.21, e.g. 0.12): its fitted factor on "
+                        "the compute time (serving.stack_version; default: the profile pooled "
+                        "over all releases); needs --framework tensorrt-llm")
     w = p.add_argument_group("requests")
     w.add_argument("--isl", type=bounded("tokens_per_request", "ISL"), default=512, help="input tokens per request")
     w.add_argument("--osl", type=bounded("tokens_per_request", "OSL"), default=256, help="output tokens per request")
@@ -155,11 +159,22 @@ def _cmd_serve(args) -> None:
     if at_slo_rate and slo is None:
         raise ConfigError(f"--scenario {args.scenario} needs an SLO")
     precision = precision_from_args(args)
+    scale = 1.0
+    if args.stack_version is not None:
+        if stack.name != "tensorrt-llm":
+            raise ConfigError("--stack-version is a TensorRT-LLM release: give --framework "
+                              "tensorrt-llm")
+        scale = stack_version.time_scale(args.stack_version, bool(model.moe))
     st = serve(model, hw, precision, spec, cfg,
                ParallelPlan(tp=args.tp, pp=args.pp), eff, slo, args.target_rate,
                flash_attention=not args.no_flash_attention,
-               search=not args.no_search or at_slo_rate, at_slo_rate=at_slo_rate)
+               search=not args.no_search or at_slo_rate, at_slo_rate=at_slo_rate,
+               time_scale=scale)
     d = study_to_dict(st, stack, source)
+    if args.stack_version is not None:
+        d["stack_version"] = {"release": args.stack_version,
+                              "range": stack_version.range_of(args.stack_version),
+                              "time_scale": scale}
     if sc is not None:
         d["scenario"] = {"name": sc.scenario, "mlperf_benchmark": sc.benchmark,
                          "note": sc.note + note}

@@ -60,6 +60,10 @@ def register(sub) -> None:
                         "MLPerf 3000 offline / 1500 server)")
     p.add_argument("--device", action="append", metavar="PRESET",
                    help="with --loo: hold out only these device presets (repeatable)")
+    p.add_argument("--pooled", action="store_true",
+                   help="serving regimes: every TensorRT-LLM row on the pooled profile (no "
+                        "release factors; default: each max-load row at its release's, MLPerf "
+                        "v4.1 rows at 0.11's)")
     p.add_argument("--worst", type=positive_int, default=12, help="worst cases to list")
     add_output_args(p)
     p.set_defaults(func=run)
@@ -86,8 +90,9 @@ def run(args) -> None:
         return _run_energy(args)
     if args.regime in SERVING:
         return _run_serving(args)
-    if args.requests is not None or args.sample is not None:
-        raise ConfigError("--requests and --sample apply to --regime serving-maxload or mlperf")
+    if args.requests is not None or args.sample is not None or args.pooled:
+        raise ConfigError("--requests, --sample and --pooled apply to --regime serving-maxload "
+                          "or mlperf")
     from ..calibration import efficiency as calibration, fitting, measurements as validation, summary as vs
     data = _read(args.data)
     rows, skipped = (validation.read_measurements(data) if data is not None
@@ -238,13 +243,16 @@ def _run_serving(args) -> None:
                               "the shipped serving rows; nothing is fitted on them)")
     from ..serving import mlperf, validation as sv
     duties = None
+    releases = not args.pooled
     if args.regime == SERVING_MAXLOAD:
         rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)[::args.sample or 1]
-        comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS)
+        comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS, releases)
         if args.loo:
-            from ..serving import duty_fit
-            held, duties = duty_fit.leave_one_gpu_out(
-                duty_fit.record(rows, args.requests or sv.MAX_LOAD_REQUESTS))
+            from ..serving import duty_fit, stack_version
+            records = duty_fit.record(rows, args.requests or sv.MAX_LOAD_REQUESTS)
+            held, duties = duty_fit.leave_one_gpu_out(records)
+            if releases:            # the release factors refitted without each GPU too
+                held, _ = stack_version.leave_one_gpu_out(records, duties)
             err = {id(r): e for r, e in held}
             comps = tuple(sv.MaxLoadComparison(c.row, c.row.measured * (1 + err[id(c.row)]))
                           if id(c.row) in err else c for c in comps)
@@ -261,9 +269,9 @@ def _run_serving(args) -> None:
     else:
         rows = mlperf.load_rows()[::args.sample or 1]
         if args.requests:
-            comps = mlperf.compare(rows, args.requests, args.requests)
+            comps = mlperf.compare(rows, args.requests, args.requests, releases)
         else:
-            comps = mlperf.compare(rows)
+            comps = mlperf.compare(rows, releases=releases)
         s = mlperf.error_summary(comps)
         per_row = [{"system": c.row.system, "gpu": c.row.gpu, "tp": c.row.tp, "pp": c.row.pp,
                     "instances": c.row.instances, "benchmark": c.row.benchmark,

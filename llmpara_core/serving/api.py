@@ -67,19 +67,21 @@ def serve(model: Model, hardware: Hardware, precision: Precision, spec: RequestS
           efficiency: Efficiency | None = None, slo: Slo | None = None,
           target_rate: float | None = None, settings: MetricsSettings | None = None,
           flash_attention: bool = True, search: bool = True, curve_points: int = 0,
-          progress=None, at_slo_rate: bool = False) -> ServeStudy:
+          progress=None, at_slo_rate: bool = False, time_scale: float = 1.0) -> ServeStudy:
     """Simulate ``spec`` on one replica of ``plan`` and summarise it; with an SLO, also find
     the largest request rate meeting it (``search``); with ``target_rate`` [requests/s], the
     replicas needed (at the SLO rate if there is an SLO, else at the max-load rate); with
     ``curve_points`` > 0, latency against load at that many rates. ``at_slo_rate`` (MLPerf's
     Server result): after the search, simulate and report at the largest Poisson rate meeting
-    the SLO (``spec``'s arrival is then only the starting point; needs ``slo``)."""
+    the SLO (``spec``'s arrival is then only the starting point; needs ``slo``).
+    ``time_scale``: a stack release's factor on the compute time (``stack_version``)."""
     if at_slo_rate and slo is None:
         raise ConfigError("reporting at the SLO rate needs an SLO")
     plan = plan or ParallelPlan()
     check_serving_size(spec, (SEARCH_STEPS + 2) if slo is not None and search else 0,
                        curve_points)
-    cost = IterationCost(model, hardware, precision, plan, efficiency, flash_attention)
+    cost = IterationCost(model, hardware, precision, plan, efficiency, flash_attention,
+                         time_scale=time_scale)
     share = (0.3, 0.4, 0.3) if curve_points else (0.3, 0.7, 0.0)
 
     def part(lo: float, width: float):
@@ -162,6 +164,7 @@ def study_to_dict(st, stack, defaults_source: str) -> dict:
     out = {
         "model": st.cost.model.name, "hardware": st.cost.hardware.name,
         "plan": st.cost.plan.label, "framework": stack.name, "stack": stack.to_dict(),
+        "stack_time_scale": st.cost.time_scale,
         "output_tokens_per_s": s.output_tokens_per_s,
         "output_tokens_per_s_per_gpu": s.output_tokens_per_s_per_gpu,
         "requests_per_s": s.requests_per_s,

@@ -102,7 +102,7 @@ class IterationCost:
     def __init__(self, model: Model, hardware: Hardware, precision: Precision,
                  plan: ParallelPlan, efficiency: Efficiency | None = None,
                  flash_attention: bool = True, allreduce: str = "nccl",
-                 power_limit_w: float | None = None):
+                 power_limit_w: float | None = None, time_scale: float = 1.0):
         if allreduce not in ALLREDUCE_MODELS:
             raise ConfigError(f"all-reduce model must be one of {', '.join(ALLREDUCE_MODELS)}")
         self.allreduce = allreduce
@@ -132,6 +132,10 @@ class IterationCost:
         # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
         # H200 "CTS") moves its power wall in proportion (first order: dynamic power ~ clock)
         self.recorder: list | None = None       # duty_fit: the parts of every pass timed
+        # a stack release's factor on the roofline compute time (``stack_version``): its
+        # kernels and runtime, not its collectives or the power wall's tensor-core work
+        require_float("stack time scale", time_scale, lo=0, hi=10, lo_open=True)
+        self.time_scale = float(time_scale)
         self.tdp_scale = 1.0
         if power_limit_w is not None:
             require_float("power limit", power_limit_w, lo=0, hi=1e5, lo_open=True)
@@ -284,7 +288,7 @@ class IterationCost:
             fp8 = self._rates.dtype_used is DType.FP8
             self.recorder.append((comp, work if fp8 else np.zeros_like(work),
                                   np.broadcast_to(comm, comp.shape)))
-        comp = self.power_walled(comp, work)
+        comp = self.power_walled(comp * self.time_scale, work)
         return comp + comm - np.minimum(self.plan.overlap * comm, comp)
 
     def power_walled(self, comp: np.ndarray, work: np.ndarray,

@@ -40,8 +40,11 @@ class RunParts:
     work_s: np.ndarray
     comm_s: np.ndarray
 
-    def tokens_per_s(self, duty: float | None) -> float:
-        c = self.compute_s if duty is None else np.maximum(self.compute_s, self.work_s / duty)
+    def tokens_per_s(self, duty: float | None, time_scale: float = 1.0) -> float:
+        """Output tokens/s with the wall at ``duty`` (None: none) and the roofline compute
+        time times ``time_scale`` (a stack release's factor, ``stack_version``)."""
+        c = self.compute_s * time_scale
+        c = c if duty is None else np.maximum(c, self.work_s / duty)
         return self.output_tokens / float((c + self.comm_s).sum())
 
 

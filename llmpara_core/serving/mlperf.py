@@ -43,6 +43,7 @@ from .cost import IterationCost
 from .engine import simulate
 from .lengths import LengthTable, named
 from .report import Slo, max_rate_meeting_slo, summarize
+from .stack_version import MLPERF_V41_VERSION, time_scale
 from .requests import RequestSpec
 
 DATA = PRESET_DIR / "tables" / "mlperf_serving.csv"
@@ -118,7 +119,7 @@ def lengths_for(isl: float, osl: float) -> LengthTable:
     return LengthTable(f"openorca scaled to {isl:g}/{osl:g}", base.source, i, o)
 
 
-def _setup(row: MlperfRow):
+def _setup(row: MlperfRow, releases: bool = True):
     model = MODELS.get(row.benchmark)
     dev = SINGLE.get(row.gpu) if row.tp * row.pp == 1 else CLUSTER.get(row.gpu)
     stack = STACKS.get(row.framework)
@@ -127,17 +128,22 @@ def _setup(row: MlperfRow):
     hw = load_hardware(dev)
     prec = "NVFP4" if row.precision == "NVFP4" else row.precision
     limit = POWER_LIMIT_W.get(row.system)
-    cost = IterationCost(load_model(model), hw, precision_preset(prec),
+    m = load_model(model)
+    # TensorRT-LLM rows run the release of their round (stack_version.MLPERF_V41_VERSION)
+    scale = time_scale(MLPERF_V41_VERSION, bool(m.moe)) \
+        if stack == "tensorrt-llm" and releases else 1.0
+    cost = IterationCost(m, hw, precision_preset(prec),
                          ParallelPlan(tp=row.tp, pp=row.pp), efficiency_for(hw, stack),
-                         power_limit_w=limit[0] if limit else None)
+                         power_limit_w=limit[0] if limit else None, time_scale=scale)
     return cost, FRAMEWORK_DEFAULTS[stack].config
 
 
 @functools.lru_cache(maxsize=64)
 def predict(row: MlperfRow, offline_requests: int = OFFLINE_REQUESTS,
-            server_requests: int = SERVER_REQUESTS) -> float | None:
-    """Predicted output tokens/s of the whole system of ``row`` (None: no preset)."""
-    s = _setup(row)
+            server_requests: int = SERVER_REQUESTS, releases: bool = True) -> float | None:
+    """Predicted output tokens/s of the whole system of ``row`` (None: no preset);
+    ``releases``: TensorRT-LLM rows at their round's release profile (False: pooled)."""
+    s = _setup(row, releases)
     if s is None:
         return None
     cost, cfg = s
@@ -164,11 +170,12 @@ def predict(row: MlperfRow, offline_requests: int = OFFLINE_REQUESTS,
 
 
 def compare(rows=None, offline_requests: int = OFFLINE_REQUESTS,
-            server_requests: int = SERVER_REQUESTS) -> tuple[MlperfComparison, ...]:
+            server_requests: int = SERVER_REQUESTS,
+            releases: bool = True) -> tuple[MlperfComparison, ...]:
     out = []
     for r in rows if rows is not None else load_rows():
         try:
-            p = predict(r, offline_requests, server_requests)
+            p = predict(r, offline_requests, server_requests, releases)
         except Exception as e:          # noqa: BLE001 - a row that cannot run is reported
             out.append(MlperfComparison(r, None, str(e).splitlines()[0]))
             continue

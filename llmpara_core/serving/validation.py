@@ -5,8 +5,10 @@ copied from ``shared/validation/batched_throughput.csv`` with their source URLs)
 Each row is simulated at max load with the TensorRT-LLM profile (efficiency and scheduler
 defaults), ``MAX_LOAD_REQUESTS`` requests of the row's ISL/OSL, the row's precision (FP8 =
 FP8 weights, GEMMs and KV cache, as the docs up to v0.17 state) and TP over the matching
-NVLink cluster preset. Nothing here is fitted to these rows, so every GPU is out of sample
-(leave-one-GPU-out equals the per-GPU error).
+NVLink cluster preset, and the row's TensorRT-LLM release (``framework_version``) at its
+release range's factor on the compute time (``stack_version``). Fitted on these rows: the FP8
+power wall's duty (``cost.TENSOR_DUTY``) and the release factors; ``llmpara validate --regime
+serving-maxload --loo`` refits both without each GPU.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class MaxLoadRow:
     source: str
     max_batch: int | None = None        # engine settings the source states (v0.10 / v0.11)
     max_num_tokens: int | None = None
+    version: str = ""                   # TensorRT-LLM release of the row (framework_version)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,8 @@ def load_rows(path: str | Path) -> tuple[MaxLoadRow, ...]:
     with open(path, newline="") as f:
         return tuple(MaxLoadRow(r["row_id"], r["hardware"], r["model"], r["precision_weights"],
                                 int(float(r["tp"])), int(float(r["isl"])), int(float(r["osl"])),
-                                float(r["value"]), r["source_url"], *_engine_settings(r["notes"]))
+                                float(r["value"]), r["source_url"], *_engine_settings(r["notes"]),
+                                r.get("framework_version", ""))
                      for r in csv.DictReader(f) if r["metric"] == "output_tok_s_total")
 
 
@@ -100,13 +104,14 @@ def device_for(row: MaxLoadRow) -> str | None:
 @functools.lru_cache(maxsize=1024)
 def predict(model: str, device: str, precision: str, tp: int, isl: int, osl: int,
             requests: int = MAX_LOAD_REQUESTS, max_batch: int | None = None,
-            max_num_tokens: int | None = None) -> float:
+            max_num_tokens: int | None = None, time_scale: float = 1.0) -> float:
     """Simulated max-load output tokens/s of TensorRT-LLM for one configuration (with the
-    engine's stated max batch size and token budget where given)."""
+    engine's stated max batch size and token budget where given, and the row's release's
+    factor on the compute time, ``stack_version``)."""
     hw = load_hardware(device)
     m = load_model(model)
     cost = IterationCost(m, hw, precision_preset(precision), ParallelPlan(tp=tp),
-                         efficiency_for(hw, "tensorrt-llm"))
+                         efficiency_for(hw, "tensorrt-llm"), time_scale=time_scale)
     cfg = FRAMEWORK_DEFAULTS["tensorrt-llm"].config
     if max_batch or max_num_tokens:
         from dataclasses import replace
@@ -116,7 +121,22 @@ def predict(model: str, device: str, precision: str, tp: int, isl: int, osl: int
     return summarize(res, cost).output_tokens_per_s
 
 
-def compare(rows, requests: int = MAX_LOAD_REQUESTS) -> tuple[MaxLoadComparison, ...]:
+def release_scale(row: MaxLoadRow, model: str, table: dict | None = None) -> float:
+    """The factor of the row's TensorRT-LLM release (``stack_version``; 1 if it has none)."""
+    from .stack_version import range_of, time_scale
+    if not row.version:
+        return 1.0
+    try:
+        range_of(row.version)
+    except Exception:           # noqa: BLE001 - a release outside every range: pooled
+        return 1.0
+    return time_scale(row.version, bool(load_model(model).moe), table)
+
+
+def compare(rows, requests: int = MAX_LOAD_REQUESTS,
+            releases: bool = True) -> tuple[MaxLoadComparison, ...]:
+    """Each row simulated (``releases``: at its TensorRT-LLM release's profile, else the
+    pooled one)."""
     out = []
     for r in rows:
         dev, model = device_for(r), MODELS.get(r.model)
@@ -126,8 +146,10 @@ def compare(rows, requests: int = MAX_LOAD_REQUESTS) -> tuple[MaxLoadComparison,
                                                   "precision or TP"))
             continue
         try:
+            scale = release_scale(r, model) if releases else 1.0
             out.append(MaxLoadComparison(r, predict(model, dev, prec, r.tp, r.isl, r.osl,
-                                                    requests, r.max_batch, r.max_num_tokens)))
+                                                    requests, r.max_batch, r.max_num_tokens,
+                                                    scale)))
         except TimeBudgetExceeded:
             raise
         except Exception as e:          # noqa: BLE001 - a row that cannot run is reported

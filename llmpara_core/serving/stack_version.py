@@ -1,0 +1,156 @@
+"""TensorRT-LLM release as a stack profile (``--stack-version``).
+
+The shared max-load rows (``batched_throughput.csv``) measure the same configuration (GPU,
+model, precision, TP, ISL/OSL) under several TensorRT-LLM releases, and the releases differ
+systematically: on the configurations measured under both, the 0.13/0.14 rows are slower than
+the 0.17 rows (dense FP8 median 0.90x, dense FP16 0.94x, MoE FP8 0.95x; ``scripts/
+fit_stack_versions.py`` prints the table). Kernels and runtime change between releases; the
+roofline's work does not. So a release range is modelled as one factor on an iteration's
+roofline compute time (kernels, launches, per-pass runtime cost) -- not on its collectives and
+not on the FP8 power wall's tensor-core work, which are the same physics in every release --
+per model family (dense, MoE: the MoE kernels are their own code path) and range.
+
+The factors are fitted on the TensorRT-LLM max-load rows only (never on MLPerf rows):
+``fit`` picks, per (range, family), the grid factor with the lowest median |error| of that
+group's rows, the power wall's duty held at ``cost.TENSOR_DUTY``; ``leave_one_gpu_out`` refits
+duty and factors without each GPU's rows. No version (``None``) = factor 1, the profile fitted
+on all releases pooled (what ``--framework tensorrt-llm`` always was).
+
+MLPerf Inference v4.1 (NVIDIA's and the NVIDIA-derived Dell TRT submissions) ran the
+TensorRT-LLM of TensorRT 10.2.0 / CUDA 12.4 (github mlcommons/inference_results_v4.1@
+a2f5d66d17e8: closed/NVIDIA/systems/DGX-H100_H100-SXM-80GBx8_TRT.json, "framework":
+"TensorRT 10.2.0, CUDA 12.4"), the dependencies of TensorRT-LLM 0.11.0 (TensorRT-LLM
+docs/source/release-notes.md, Release 0.11.0: "The dependent TensorRT version is updated to
+10.2.0", CUDA 12.4.1; 0.12.0 moved to TensorRT 10.3.0 / CUDA 12.5.1): ``MLPERF_V41_VERSION``.
+"""
+
+from __future__ import annotations
+
+import re
+from statistics import median
+
+import numpy as np
+
+from ..errors import ConfigError
+
+# (name, first release, last release) of each range; a release outside every range is refused
+RANGES = (("0.10", (0, 10), (0, 10)), ("0.11-0.12", (0, 11), (0, 12)),
+          ("0.13-0.14", (0, 13), (0, 14)), ("0.15-0.17", (0, 15), (0, 17)),
+          ("0.18-0.21", (0, 18), (0, 21)))
+FAMILIES = ("dense", "moe")
+MLPERF_V41_VERSION = "0.11"
+# Factor on the roofline compute time of an iteration per (range, family); fitted by
+# scripts/fit_stack_versions.py on the max-load rows (see the module docstring; grid 0.80 to
+# 1.25). A range with no rows of a family (0.18-0.21 MoE) keeps 1.0. In sample the max-load
+# median goes 10.4 -> 10.2 %; leave-one-GPU-out 11.7 -> 12.1 % (the factors are a release's
+# effect within a GPU; a GPU's own offset -- the L40S's +13 % -- stays, and the L40S's rows
+# sit in releases the factors speed up).
+TIME_SCALE: dict[tuple[str, str], float] = {
+    ("0.10", "dense"): 1.21, ("0.10", "moe"): 1.20,
+    ("0.11-0.12", "dense"): 0.96, ("0.11-0.12", "moe"): 1.13,
+    ("0.13-0.14", "dense"): 1.02, ("0.13-0.14", "moe"): 1.07,
+    ("0.15-0.17", "dense"): 0.94, ("0.15-0.17", "moe"): 0.95,
+    ("0.18-0.21", "dense"): 1.01}
+SCALES = tuple(round(x, 2) for x in np.arange(0.80, 1.2501, 0.01))
+
+
+def parse(version: str) -> tuple[int, int]:
+    """(major, minor) of a TensorRT-LLM release string ("0.12", "0.12.0", "v0.17")."""
+    m = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.\d{1,4})?(?:rc\d+)?",
+                     str(version).strip())
+    if m is None:
+        raise ConfigError(f"stack version must look like 0.12 or 0.12.0, got {version!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def range_of(version: str) -> str:
+    """Name of the release range holding ``version`` (ConfigError outside every range)."""
+    v = parse(version)
+    for name, lo, hi in RANGES:
+        if lo <= v <= hi:
+            return name
+    raise ConfigError(f"TensorRT-LLM {version} has no profile: the shared rows cover "
+                      f"{RANGES[0][1][0]}.{RANGES[0][1][1]} to "
+                      f"{RANGES[-1][2][0]}.{RANGES[-1][2][1]}")
+
+
+def time_scale(version: str | None, moe: bool, table: dict | None = None) -> float:
+    """Factor on the roofline compute time of a TensorRT-LLM ``version`` (None: 1, pooled)."""
+    if version is None:
+        return 1.0
+    t = TIME_SCALE if table is None else table
+    return t.get((range_of(version), "moe" if moe else "dense"), 1.0)
+
+
+def versions() -> tuple[str, ...]:
+    """The release range names a user can choose (CLI / page)."""
+    return tuple(name for name, _, _ in RANGES)
+
+
+# ---- fitting on recorded max-load runs (duty_fit.record) -------------------------------------
+
+def _group(row) -> tuple[str, str] | None:
+    from .validation import MODELS
+    from ..presets import load_model
+    if not row.version:
+        return None
+    try:
+        rng = range_of(row.version)
+    except ConfigError:
+        return None
+    m = MODELS.get(row.model)
+    moe = bool(m and load_model(m).moe)
+    return rng, "moe" if moe else "dense"
+
+
+def errors(records, duty: float | None, table: dict) -> list[tuple]:
+    """[(row, predicted / measured - 1)] with the wall at ``duty`` and the factors of
+    ``table`` (each row at its own release's factor)."""
+    out = []
+    for r, p in records:
+        g = _group(r)
+        s = table.get(g, 1.0) if g else 1.0
+        out.append((r, p.tokens_per_s(duty, s) / r.measured - 1))
+    return out
+
+
+def fit(records, duty: float | None, scales=SCALES, keep=lambda row: True) -> dict:
+    """{(range, family): factor}: per group the grid factor with the lowest median |error|
+    over the group's rows that ``keep`` accepts, each row's error taken relative to its GPU's
+    median ratio predicted / measured at factor 1 (over all its kept rows): the factor is the
+    release's effect within a GPU, not a GPU's own offset (which a GPU mix that differs
+    between releases would otherwise leak into it)."""
+    kept = [(r, p) for r, p in records if keep(r)]
+    base: dict = {}
+    for r, p in kept:
+        base.setdefault(r.hardware, []).append(p.tokens_per_s(duty) / r.measured)
+    bias = {g: median(v) for g, v in base.items()}
+    by: dict = {}
+    for r, p in kept:
+        g = _group(r)
+        if g is not None:
+            by.setdefault(g, []).append((r, p))
+    out = {}
+    for g, recs in sorted(by.items()):
+        best = min(scales, key=lambda s: (median(
+            abs(p.tokens_per_s(duty, s) / r.measured / bias[r.hardware] - 1) for r, p in recs),
+            abs(s - 1.0)))
+        out[g] = float(best)
+    return out
+
+
+def leave_one_gpu_out(records, duties: dict, scales=SCALES) -> tuple[list[tuple], dict]:
+    """([(row, held-out error)], {gpu: factors fitted without it}); ``duties`` = the power
+    wall's duty fitted without each GPU (``duty_fit.leave_one_gpu_out``)."""
+    held, chosen = [], {}
+    for g in sorted({r.hardware for r, _ in records}):
+        d = duties[g]
+        table = fit(records, d, scales, keep=lambda row: row.hardware != g)
+        chosen[g] = table
+        held += errors([(r, p) for r, p in records if r.hardware == g], d, table)
+    return held, chosen
+
+
+def summary(errs) -> str:
+    e = [x for _, x in errs]
+    return f"{median(map(abs, e)):.1%} (signed {median(e):+.1%}, {len(e)} rows)" if e else "-"

@@ -16,7 +16,7 @@ import streamlit as st
 
 from llmpara_core import serving
 from llmpara_core.errors import ConfigError
-from llmpara_core.serving import lengths as length_sets, scenarios
+from llmpara_core.serving import lengths as length_sets, scenarios, stack_version
 from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
@@ -170,6 +170,11 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                              format="%g",
                              help="share of the memory left after weights and activations; "
                                   "0 = the stack's default")
+    release = url_selectbox("TensorRT-LLM release", ("pooled",) + stack_version.versions(),
+                            key="sv_release", default="pooled",
+                            help="Releases differ on the same configuration (measured): each "
+                                 "range's fitted factor on the compute time. Pooled = fitted "
+                                 "on all releases. TensorRT-LLM stack only.")
 
 preset_sc = None
 if fixed_load:
@@ -195,6 +200,15 @@ with inputs:
 with results:
     view = url_segmented("View", VIEWS, key="sv_view", default=VIEWS[0])
 
+release_scale = 1.0
+if release != "pooled":
+    if stack.name != "tensorrt-llm":
+        results.warning(f"A TensorRT-LLM release applies to the TensorRT-LLM stack; this run "
+                        f"uses {escape_md(stack.name)}, so the release is ignored.")
+    else:
+        release_scale = stack_version.range_scale(release, bool(scn.model.moe))
+        inputs.caption(f"TensorRT-LLM {release}: compute time x {release_scale:g} "
+                       "(serving.stack_version).")
 try:
     table = length_table()
     cfg, cfg_source = serving.engine_config(
@@ -263,7 +277,7 @@ if table is not None:
                          f"median {sm_['output']['median']:g} / max {sm_['output']['max']:,} "
                          f"tokens. Source: {sm_['source']}"))
 base_key = (scn.model, hw, scn.precision, scn.workload.flash_attention, plan, spec, cfg, slo,
-            at_slo_rate)
+            at_slo_rate, release_scale)
 
 
 def run_study(curve_points: int) -> serving.ServeStudy:
@@ -273,7 +287,8 @@ def run_study(curve_points: int) -> serving.ServeStudy:
                                           flash_attention=scn.workload.flash_attention,
                                           search=bool(search) or at_slo_rate,
                                           curve_points=curve_points, progress=p,
-                                          at_slo_rate=at_slo_rate),
+                                          at_slo_rate=at_slo_rate,
+                                          time_scale=release_scale),
                   "Simulating…")
 
 

@@ -148,3 +148,24 @@ def test_uploaded_lengths_and_bad_uploads():
     at = open_page(PAGE, **BASE, sv_lengths="upload", sv_search="false")
     _clean(at, "upload, no file")
     assert any("Upload a CSV" in i.value for i in at.info)
+
+
+def test_tensorrt_llm_release_select():
+    """The release select scales the run by its range's factor on the TensorRT-LLM stack; on
+    another stack it warns and is ignored."""
+    from llmpara_core.serving import stack_version as V
+    at = open_page(PAGE, **BASE, fw="tensorrt-llm", sv_arrival="Max load", sv_search="false",
+                   sv_release="0.10")
+    _clean(at, "release 0.10")
+    assert not at.warning, [w.value for w in at.warning]
+    scale = V.range_scale("0.10", False)
+    assert any(f"compute time x {scale:g}" in c.value for c in at.caption)
+    hw, _ = with_stack(load_hardware("nvidia-h100-sxm"), "tensorrt-llm")
+    st = serving.serve(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
+                       serving.RequestSpec(isl=512, osl=128, arrival="max-load", requests=150),
+                       serving.engine_config("tensorrt-llm")[0], search=False,
+                       time_scale=scale)
+    assert metric(at, "Requests/s") == sig(st.summary.requests_per_s)
+    other = open_page(PAGE, **BASE, fw="vllm", sv_search="false", sv_release="0.10")
+    _clean(other, "release on vllm")
+    assert any("release is ignored" in w.value for w in other.warning)

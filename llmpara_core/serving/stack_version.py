@@ -82,6 +82,14 @@ def time_scale(version: str | None, moe: bool, table: dict | None = None) -> flo
     return t.get((range_of(version), "moe" if moe else "dense"), 1.0)
 
 
+def range_scale(name: str, moe: bool) -> float:
+    """Factor of a release range by its name (``versions()``; ConfigError if unknown)."""
+    if name not in versions():
+        raise ConfigError(f"TensorRT-LLM release range must be one of {', '.join(versions())}, "
+                          f"got {name!r}")
+    return TIME_SCALE.get((name, "moe" if moe else "dense"), 1.0)
+
+
 def versions() -> tuple[str, ...]:
     """The release range names a user can choose (CLI / page)."""
     return tuple(name for name, _, _ in RANGES)

@@ -35,11 +35,15 @@ def test_serving_maxload_regime_reports_per_gpu_and_per_tp():
     assert s["median_abs_error"] == pytest.approx(median(abs(e) for e in errs))
     assert set(s["per_tp"]) >= {"1", "2", "4"} and set(s["per_gpu"])
     code, out, err = run("--regime", "serving-maxload", "--sample", "40", "--requests", "200",
-                         "--loo", "--format", "json")
+                         "--loo", "--pooled", "--format", "json")
     assert code == 0, err
     held = json.loads(out)
-    # --loo re-predicts each GPU's rows with the power wall's duty fitted without them: the
-    # FP8 rows move, the 16-bit ones do not (the wall is FP8 only)
+    code, out, err = run("--regime", "serving-maxload", "--sample", "40", "--requests", "200",
+                         "--pooled", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    # --loo --pooled re-predicts each GPU's rows with the power wall's duty fitted without
+    # them: the FP8 rows move, the 16-bit ones do not (the wall is FP8 only)
     assert set(held["loo_duty_by_gpu"]) == set(s["per_gpu"])
     by_id = {r["row_id"]: r for r in d["rows"]}
     for r in held["rows"]:
@@ -47,7 +51,8 @@ def test_serving_maxload_regime_reports_per_gpu_and_per_tp():
             assert r["error"] == pytest.approx(by_id[r["row_id"]]["error"], rel=1e-9)
     code, out, err = run("--regime", "serving-maxload", "--sample", "40", "--requests", "200",
                          "--loo")
-    assert code == 0 and "leave-one-GPU-out" in out and "fitted without them" in out
+    assert code == 0 and "leave-one-GPU-out" in out and "fitted without its rows" in out
+    assert "release factors" in out
 
 
 @pytest.mark.parametrize("argv", [("--regime", "mlperf", "--refit"),

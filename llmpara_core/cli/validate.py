@@ -263,7 +263,7 @@ def _run_serving(args) -> None:
                     "error": c.error, "skipped": c.skipped} for c in comps]
         title = (f"serving max-load output tokens/s, TensorRT-LLM ({s['rows']} rows, "
                  f"{s['skipped']} skipped)")
-        groups = [("all", "", s)] + [("gpu (= leave-one-GPU-out)", k, v)
+        groups = [("all", "", s)] + [("gpu (leave-one-GPU-out)" if args.loo else "gpu", k, v)
                                      for k, v in s["per_gpu"].items()] \
             + [("tp", f"TP{k}", v) for k, v in s["per_tp"].items()]
     else:
@@ -290,15 +290,19 @@ def _run_serving(args) -> None:
         return
     if args.regime == SERVING_MAXLOAD:
         from ..serving import cost as serving_cost
-        note = (f"the FP8 power wall's duty ({serving_cost.TENSOR_DUTY:g}) is fitted on these "
-                "rows; --loo predicts each GPU's rows with the duty fitted without them ("
-                + ", ".join(f"{k}: {v:g}" for k, v in duties.items()) + ")"
+        fitted = (f"the FP8 power wall's duty ({serving_cost.TENSOR_DUTY:g})"
+                  + ("" if args.pooled else " and the TensorRT-LLM release factors (each row "
+                     "at its release's: serving.stack_version)") + " are fitted on these rows")
+        note = (fitted + "; --loo predicts each GPU's rows with them fitted without its rows "
+                "(duty: " + ", ".join(f"{k}: {v:g}" for k, v in duties.items()) + ")"
                 if duties is not None else
-                f"the FP8 power wall's duty ({serving_cost.TENSOR_DUTY:g}) is fitted on these "
-                "rows (in sample; --loo for the leave-one-GPU-out figures)")
+                fitted + " (in sample; --loo for the leave-one-GPU-out figures)")
     else:
+        from ..serving.stack_version import MLPERF_V41_VERSION
         note = ("nothing is fitted on these rows, so each GPU's figure is its leave-one-GPU-out "
-                f"figure{' (--loo: the same)' if args.loo else ''}")
+                f"figure{' (--loo: the same)' if args.loo else ''}"
+                + ("" if args.pooled else f"; TensorRT-LLM rows at release {MLPERF_V41_VERSION}"
+                   "'s factors (the round's release)"))
     sys.stdout.write(f"{title}: error = predicted / measured - 1; {note}.\n\n")
     emit(None, "table", [{"group": k if not g else f"{k}: {g}", "n": v["rows"],
                           "median_abs_error": _pct(v["median_abs_error"]),

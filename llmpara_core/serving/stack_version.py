@@ -98,17 +98,15 @@ def versions() -> tuple[str, ...]:
 # ---- fitting on recorded max-load runs (duty_fit.record) -------------------------------------
 
 def _group(row) -> tuple[str, str] | None:
-    from .validation import MODELS
-    from ..presets import load_model
+    """(release range, family) of a max-load row (``validation.MaxLoadRow``; None: no
+    release or one outside every range)."""
     if not row.version:
         return None
     try:
         rng = range_of(row.version)
     except ConfigError:
         return None
-    m = MODELS.get(row.model)
-    moe = bool(m and load_model(m).moe)
-    return rng, "moe" if moe else "dense"
+    return rng, "moe" if row.moe else "dense"
 
 
 def errors(records, duty: float | None, table: dict) -> list[tuple]:

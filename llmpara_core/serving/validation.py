@@ -63,6 +63,7 @@ class MaxLoadRow:
     max_batch: int | None = None        # engine settings the source states (v0.10 / v0.11)
     max_num_tokens: int | None = None
     version: str = ""                   # TensorRT-LLM release of the row (framework_version)
+    moe: bool = False                   # a mixture-of-experts model (its release factor's family)
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,18 @@ class MaxLoadComparison:
         return None if self.predicted is None else self.predicted / self.row.measured - 1
 
 
+@functools.lru_cache(maxsize=64)
+def _is_moe(model: str) -> bool:
+    slug = MODELS.get(model)
+    return bool(slug and load_model(slug).moe)
+
+
 def load_rows(path: str | Path) -> tuple[MaxLoadRow, ...]:
     with open(path, newline="") as f:
         return tuple(MaxLoadRow(r["row_id"], r["hardware"], r["model"], r["precision_weights"],
                                 int(float(r["tp"])), int(float(r["isl"])), int(float(r["osl"])),
                                 float(r["value"]), r["source_url"], *_engine_settings(r["notes"]),
-                                r.get("framework_version", ""))
+                                r.get("framework_version", ""), _is_moe(r["model"]))
                      for r in csv.DictReader(f) if r["metric"] == "output_tok_s_total")
 
 

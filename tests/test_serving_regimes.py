@@ -57,7 +57,8 @@ def test_serving_maxload_regime_reports_per_gpu_and_per_tp():
 
 @pytest.mark.parametrize("argv", [("--regime", "mlperf", "--refit"),
                                   ("--regime", "batched", "--requests", "10"),
-                                  ("--regime", "serving-maxload", "--device", "x")])
+                                  ("--regime", "serving-maxload", "--device", "x"),
+                                  ("--regime", "batched", "--pooled")])
 def test_serving_regime_bad_flags_exit_2(argv):
     code, _, err = run(*argv)
     assert code == 2 and err.count("\n") == 1

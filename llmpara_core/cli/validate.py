@@ -52,7 +52,8 @@ def register(sub) -> None:
                         "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
                         "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
                         "Server rows (never fitted on); serving-maxload --loo: each GPU with the "
-                        "FP8 power wall's duty fitted without its rows)")
+                        "FP8 power wall's duty and the TensorRT-LLM release factors fitted "
+                        "without its rows)")
     p.add_argument("--sample", type=positive_int, metavar="N",
                    help="serving regimes: only every N-th row (a quick look)")
     p.add_argument("--requests", type=positive_int,

@@ -6,6 +6,7 @@ Overview". Thin: widgets -> llmpara_core.dse / dse_nsga -> Plotly."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -216,7 +217,9 @@ def tornado(sens: dse.Sensitivity, objective: str, low: float, high: float) -> g
                 i = sens.pairs.index((k, m))
                 why = "; ".join(dse_physics.REASON_TEXT.get(n, n) for n in
                                 dse_physics.reason_names(sens.evaluation.reasons[i]))
-                fig.add_annotation(y=lab, x=0, text=f"× {m:g}: no valid design ({why})",
+                # wrapped: on one line the reason ran off a phone's screen
+                text = "<br>".join(textwrap.wrap(f"× {m:g}: no valid design ({why})", 30))
+                fig.add_annotation(y=lab, x=0, text=text, align="left" if m > 1 else "right",
                                    showarrow=False, xanchor="left" if m > 1 else "right",
                                    yshift=10 if m > 1 else -10, font=dict(size=11))
     fig.update_layout(barmode="group", height=140 + 60 * max(1, len(keys)),

@@ -267,7 +267,8 @@ m[4].metric("Workloads served", f"{t['workloads_served']}/{t['workloads']}")
 st.caption(f"Search: {c['configurations']:,} configurations · {c['pruned_closed_form']:,} pruned "
            f"by closed forms (support, memory, latency floor, constraints) · "
            f"{c['skipped_by_cost_bound']:,} skipped by the cost bound · {c['simulated']:,} "
-           f"simulated (SLO rate search).")
+           f"simulated (SLO rate search; {c['stopped_by_cost']:,} stopped once they cost more "
+           f"than the plans found).")
 if result.cancelled:
     st.warning(escape_md(result.notes[-1]))
 for name, why in result.unserved:

@@ -178,3 +178,17 @@ def open_page(page, section: str, title: str, path: str, timeout_ms: int = 300_0
             page.wait_for_function(f"() => !({shown})()", timeout=timeout_ms)
     page.wait_for_url(lambda u: urlparse(u).path == path, timeout=timeout_ms)
     settle(page, timeout_ms)
+
+
+def server_pid(url_or_port: str) -> int | None:
+    """The pid of the Streamlit server listening on this port (a URL or a bare port), from
+    /proc; None if there is none."""
+    port = str(url_or_port).rsplit(":", 1)[-1]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmd = cmdline.read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "streamlit" in cmd and f"--server.port={port}" in cmd:
+            return int(cmdline.parent.name)
+    return None

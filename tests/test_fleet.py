@@ -9,6 +9,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -145,9 +146,10 @@ def test_bounds_reject_what_cannot_run():
 
 def test_floors_are_below_the_simulated_latency():
     """The zero-load floors bound the simulated TTFT / TPOT at the SLO percentile, and the
-    throughput bound the simulated max-load rate."""
+    throughput bound the simulated max-load rate. Every third candidate (22 of 64: each
+    workload, device, TP, PP, precision and stack is among them), for CI time."""
     mix = parse_traffic(SMALL.replace("pp = [1]", "pp = [1, 2]"))
-    for c in enumerate_candidates(mix):
+    for c in enumerate_candidates(mix)[::3]:
         b = bounds(mix, c)
         if b.pruned is not None:
             continue
@@ -156,6 +158,64 @@ def test_floors_are_below_the_simulated_latency():
         if r.get("ttft_s") is not None:
             assert b.ttft_floor_s <= r["ttft_s"] * (1 + 1e-9)
             assert b.tpot_floor_s <= r["tpot_s"] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("framework, pp, kv_tokens", [
+    ("vllm", 1, 3_072), ("vllm", 2, 3_072), ("tensorrt-llm", 1, 8_192), ("vllm", 1, None)])
+def test_decode_busy_floor_bounds_the_simulated_busy_time(framework, pp, kv_tokens):
+    """The KV-packing bound of the decode busy time is below the simulated busy time at max
+    load, including where a small KV cache makes it several times the batch-cap bound."""
+    from llmpara_core.calibration.stacks import with_stack
+    from llmpara_core.fleet.search import _decode_busy_floor_s
+    from llmpara_core.serving import IterationCost, kv_capacity_tokens, simulate
+    hw = load_hardware("8x-nvidia-h100-sxm-nvlink")
+    shw, _ = with_stack(hw, framework)
+    cost = IterationCost(load_model("Qwen2.5-0.5B"), hw, precision_preset("FP16"),
+                         ParallelPlan(tp=1, pp=pp), shw.efficiency)
+    cfg, _ = engine_config(framework, kv_capacity_tokens=kv_tokens)
+    spec = RequestSpec(isl=300, osl=400, requests=80, lengths="lognormal", spread=0.6, seed=2)
+    res = simulate(cost, cfg, spec)
+    kv = kv_capacity_tokens(cost, cfg)
+    floor = _decode_busy_floor_s(cost, res.isl, res.osl, cfg.max_batch, kv)
+    assert 0 < floor <= res.busy_s
+    if kv_tokens is not None:           # the KV term binds: well above the batch-cap floor
+        assert floor > 1.4 * _decode_busy_floor_s(cost, res.isl, res.osl, cfg.max_batch, 10**12)
+
+
+def test_the_stopped_slo_search_gives_the_replicas_of_the_full_one():
+    """``_replica_search`` stops the serving SLO search once the replica count is fixed: the
+    same count as the full search (``serving.max_rate_meeting_slo``), at a rate it simulated
+    to meet the SLO, in fewer probes; with a replica cap below the answer it stops early and
+    says it needs more."""
+    from llmpara_core.fleet.search import _cost, _replica_search
+    from llmpara_core.serving import max_rate_meeting_slo, replicas_for_rate, simulate
+    from llmpara_core.serving.report import per_request
+    mix = parse_traffic(SMALL)
+    probes = full_probes = 0
+    for wi, hw, tp in ((0, "8x-nvidia-l40s-pcie", 1), (1, "8x-nvidia-h100-sxm-nvlink", 2)):
+        d = mix.workloads[wi]
+        cost = _cost(d.model, hw, tp, 1, "FP16", "vllm")
+        cfg, _ = engine_config("vllm")
+        spec = RequestSpec(isl=d.isl, osl=d.osl, requests=30, lengths=d.lengths,
+                           spread=d.spread, seed=mix.seed)
+        res = simulate(cost, cfg, spec)
+        sat = len(res.osl) / res.makespan_s
+        # a TPOT SLO the max-load rate misses (its median there): a real bisection
+        tpot = per_request(simulate(cost, cfg, spec.with_rate(sat)))[1]
+        slo = Slo(d.ttft_slo_s, float(np.nanpercentile(tpot, 50)), d.slo_percentile)
+        full = max_rate_meeting_slo(cost, cfg, spec, slo, sat)
+        assert [ok for r, _, _, ok in full.points if r == sat] == [False] and full.max_rate > 0
+        met = {r for r, _, _, ok in full.points if ok}
+        for rate in (0.3 * full.max_rate, 2.5 * full.max_rate, 7.0 * full.max_rate):
+            want = replicas_for_rate(rate, full.max_rate)
+            got_rate, got, n = _replica_search(cost, cfg, spec, slo, sat, rate, None)
+            assert got == want and got_rate in met, (wi, hw, rate)
+            probes, full_probes = probes + n, full_probes + len(full.points)
+            if want > 1:
+                _, more, n_cap = _replica_search(cost, cfg, spec, slo, sat, rate, want - 1)
+                assert more > want - 1 and n_cap <= n
+                assert _replica_search(cost, cfg, spec, slo, sat, rate, want)[1] == want
+    assert probes < 0.75 * full_probes, (probes, full_probes)
 
 
 def test_chosen_plan_meets_its_slo_when_resimulated():

@@ -117,7 +117,8 @@ def _cmd_plan(args) -> None:
           + f", {t['workloads_served']}/{t['workloads']} workloads served")
     print(f"search: {c['configurations']} configurations, {c['pruned_closed_form']} pruned by "
           f"closed forms, {c['skipped_by_cost_bound']} skipped by the cost bound, "
-          f"{c['simulated']} simulated")
+          f"{c['simulated']} simulated ({c['stopped_by_cost']} stopped once they cost more "
+          f"than the plans found)")
     for name, why in result.unserved:
         print(f"unserved: {name}: {why}")
     for n in result.notes:

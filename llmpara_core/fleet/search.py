@@ -16,21 +16,30 @@ give, so pruning only drops candidates the simulation would also reject or rank 
   so the SLO percentile of these floors is a lower bound of the simulated one (with PP > 1,
   where requests sharing a pass split it into even microbatches, 1 / PP of the lone prefill
   and a decode step at the shortest context). Above the SLO, no request rate can meet it;
-* **max-load throughput bound**: at most B = min(max batch, KV blocks / blocks of the shortest
-  prompt + 1) requests decode at once, and a decode token costs at least t(B) / B (t(b), the
-  decode iteration of b sequences at the shortest context, grows more slowly than b), so
-  one replica serves at most N B / (decode tokens x t(B)) requests/s; and every token (prompt
-  or output) passes through an iteration of at most the token budget M, each costing at least
-  t_min(M) / M, so at most N M / (all tokens x t_min(M)) requests/s. The lower of the two
-  gives the fewest replicas, hence the lowest cost [USD/h], a candidate can reach.
+* **max-load throughput bound**: every decode token passes through a decode iteration; in
+  the iteration of its g-th output token request i holds KV blocks for at least isl_i + g
+  tokens, and one iteration's decoders hold at most the replica's KV cache, so there are at
+  least K = max(sum of those holdings / KV tokens, the longest output, decode tokens / B)
+  decode iterations (B = min(max batch, KV blocks / blocks of the shortest prompt + 1)); one
+  with b decoders takes at least t(b), the decode of b sequences at the shortest context,
+  so for any line alpha + beta b <= t(b) (alpha >= 0) the decode busy time is at least
+  alpha K + beta D (D decode tokens; ``_decode_busy_floor_s``). Where the KV cache is small
+  next to the requests (long outputs, big models on few GPUs) this is several times tighter
+  than the batch cap alone. And every token (prompt or output) passes through an iteration
+  of at most the token budget M, each costing at least t_min(M) / M, so at most
+  N M / (all tokens x t_min(M)) requests/s. The lower of the two gives the fewest replicas,
+  hence the lowest cost [USD/h], a candidate can reach.
 
 Stage 2, simulation (``evaluate_candidate``, one task per candidate, run by an executor): the
-max-load rate, the largest Poisson rate meeting the SLO (``serving.max_rate_meeting_slo``),
-the replicas for the workload's rate, and one simulation at the per-replica operating point
-for the latency headroom, J/token and the SLO check. Candidates are simulated in rounds, per
-workload in increasing order of their cost bound; a candidate whose bound exceeds the
-(1 + runners-up)-th cheapest plan found is skipped (it could not enter the result). Rounds have
-a fixed size, so the plans do not depend on the executor or the number of workers.
+max-load rate, the SLO rate search (the probes of ``serving.max_rate_meeting_slo``, stopped as
+soon as the replica count for the workload's rate is fixed: ``_replica_search``), the replicas
+for the workload's rate, and one simulation at the per-replica operating point for the
+latency headroom, J/token and the SLO check. Candidates are simulated in rounds, per workload
+in increasing order of their cost bound; a candidate whose bound exceeds the (1 + runners-up)-th
+cheapest plan found is skipped (it could not enter the result), and a simulated one stops as
+soon as its search shows it needs more replicas than that plan's cost allows
+(``Task.max_replicas``). Rounds have a fixed size, so the plans do not depend on the executor
+or the number of workers.
 """
 
 from __future__ import annotations
@@ -74,11 +83,14 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Task:
-    """A candidate with everything needed to simulate it (small, picklable)."""
+    """A candidate with everything needed to simulate it (small, picklable).
+    ``max_replicas``: the search stops as soon as the candidate is known to need more (it
+    could not enter the result); None = no limit."""
     candidate: Candidate
     demand: Demand
     requests: int
     seed: int
+    max_replicas: int | None = None
 
 
 # ---- presets, loaded once per process (workers load them themselves) ---------------------------
@@ -270,6 +282,39 @@ def _decode_s(cost, ctx: np.ndarray, b: int = 1) -> np.ndarray:
     return t[inv]
 
 
+def _decode_busy_floor_s(cost, isl: np.ndarray, osl: np.ndarray, b_max: int,
+                         kv_tokens: int) -> float:
+    """A lower bound [s] of the busy time of the iterations that decode the max-load stream
+    (prompts ``isl``, outputs ``osl``) on one replica.
+
+    Request i decodes osl_i - 1 tokens, one per iteration; in the iteration of its g-th one it
+    holds KV blocks for at least isl_i + g tokens, and the decoders of one iteration hold at
+    most ``kv_tokens``. So there are at least K = max(sum_i sum_g (isl_i + g) / kv_tokens,
+    max_i(osl_i) - 1, D / b_max) decode iterations for the D decode tokens. An iteration with b
+    decoders takes at least t(b), a decode of b sequences at the shortest context (prompt
+    chunks only add work). For any line alpha + beta b <= t(b) on [1, b_max] with alpha >= 0,
+    the busy time sum_k t(b_k) >= alpha K + beta D; the best of a grid of slopes is returned.
+    With PP > 1, t(b) is the least over the pipeline's microbatch counts b..PP (more sequences
+    in an iteration may split it into more microbatches)."""
+    bs = np.arange(1, b_max + 1, dtype=float)
+    ctx = np.full(b_max, float(int(isl.min()) + 1))
+    F = _rows(cost, np.ones(b_max), ctx, bs, bs)
+    pp = len(cost.stages)
+    t = cost.time_s(F, bs)
+    for n in range(2, pp + 1):
+        t = np.minimum(t, cost.time_s(F, np.maximum(bs, n)))
+    g = osl.astype(float) - 1.0
+    dec = float(g.sum())
+    held = float((g * isl + g * (g + 1.0) / 2.0).sum())
+    k_min = max(held / kv_tokens, float(g.max()), dec / b_max)
+    per_token = t / bs
+    slopes = np.concatenate([[0.0, float(per_token.min())],
+                             np.linspace(0.0, float(per_token.max()), 65)])
+    alpha = (t[None, :] - slopes[:, None] * bs[None, :]).min(axis=1)
+    ok = alpha >= 0.0
+    return float((alpha[ok] * k_min + slopes[ok] * dec).max())
+
+
 def _least_pass_s(cost, tokens: int) -> float:
     """The least time [s] of an iteration over ``tokens`` new tokens: each token attends at
     least to itself and reads at least its own position, no logits, over the number of
@@ -335,8 +380,7 @@ def bounds(mix: TrafficMix, cand: Candidate) -> Bound:
     decode_tokens = float((osl_m - 1).sum())
     rate_ub = math.inf
     if decode_tokens > 0:
-        t_b = float(_decode_s(cost, np.array([int(isl_m.min()) + 1]), b)[0])
-        rate_ub = len(osl_m) * b / (decode_tokens * t_b)
+        rate_ub = len(osl_m) / _decode_busy_floor_s(cost, isl_m, osl_m, b, blocks * block)
     m_tok = cfg.max_num_tokens
     t_m = _least_pass_s(cost, m_tok)
     rate_ub = min(rate_ub, len(osl_m) * m_tok / ((float(isl_m.sum()) + decode_tokens) * t_m))
@@ -364,13 +408,54 @@ def bounds_many(args: tuple[TrafficMix, list[Candidate]]) -> list[Bound]:
 
 # ---- stage 2: simulation -------------------------------------------------------------------------
 
+def _replica_search(cost, cfg, spec, slo, sat: float, rate: float,
+                    max_replicas: int | None) -> tuple[float, int | None, int]:
+    """The serving simulator's SLO rate search (``serving.max_rate_meeting_slo``: the same
+    probes in the same order -- the max-load rate, 1 % of it, then ``SEARCH_STEPS``
+    log-scale bisection steps), stopped as soon as the replica count for ``rate`` is fixed:
+    the search's answer always lies in [lo, hi], and ceil(rate / x) is the same at both ends.
+    The replicas are then exactly those of the full search; the rate returned is ``lo``, a rate
+    simulated to meet the SLO (the full search would refine it within the bracket). Also
+    stops once even ``hi`` needs more than ``max_replicas`` (None: no limit). Returns
+    (SLO rate [requests/s], replicas or None if no rate meets the SLO, probes simulated)."""
+    from ..serving import replicas_for_rate, simulate
+    from ..serving.report import SEARCH_STEPS, judge_slo
+    probes = [0]
+
+    def ok(r: float) -> bool:
+        probes[0] += 1
+        return judge_slo(slo, simulate(cost, cfg, spec.with_rate(r)))[2]
+
+    def settled(lo: float, hi: float) -> bool:
+        top = replicas_for_rate(rate, hi)
+        return (replicas_for_rate(rate, lo) == top
+                or (max_replicas is not None and top > max_replicas))
+
+    lo, hi = sat * 0.01, sat
+    if ok(hi):
+        return hi, replicas_for_rate(rate, hi), probes[0]
+    if max_replicas is not None and replicas_for_rate(rate, hi) > max_replicas:
+        return hi, replicas_for_rate(rate, hi), probes[0]
+    if not ok(lo):
+        return 0.0, None, probes[0]
+    for _ in range(SEARCH_STEPS):
+        if settled(lo, hi):
+            break
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    if max_replicas is not None and replicas_for_rate(rate, hi) > max_replicas:
+        return lo, replicas_for_rate(rate, hi), probes[0]
+    return lo, replicas_for_rate(rate, lo), probes[0]
+
+
 def evaluate_candidate(task: Task) -> dict:
     """Simulate one candidate: its SLO rate, replicas for the workload's rate and the operating
     point. A plain dict (JSON-ready); ``feasible`` False with ``error`` when it cannot serve."""
-    from ..serving import max_rate_meeting_slo, replicas_for_rate, simulate, summarize
+    from ..serving import simulate, summarize
     from ..serving.report import judge_slo
     c, d = task.candidate, task.demand
-    out = {"key": list(c.key), "feasible": False, "error": None}
+    out = {"key": list(c.key), "feasible": False, "error": None,
+           "max_replicas": task.max_replicas}
     try:
         cost = _cost(d.model, c.hardware, c.tp, c.pp, c.precision, c.framework)
         cfg = _config(c.framework)
@@ -378,11 +463,15 @@ def evaluate_candidate(task: Task) -> dict:
         slo = _slo(d)
         sat_res = simulate(cost, cfg, spec)
         sat = len(sat_res.osl) / sat_res.makespan_s
-        search = max_rate_meeting_slo(cost, cfg, spec, slo, sat)
-        out.update(saturation_rps=sat, slo_rate_rps=search.max_rate)
-        reps = replicas_for_rate(d.rate_rps, search.max_rate)
+        slo_rate, reps, probes = _replica_search(cost, cfg, spec, slo, sat, d.rate_rps,
+                                                 task.max_replicas)
+        out.update(saturation_rps=sat, slo_rate_rps=slo_rate, probes=probes)
         if reps is None:
             out["error"] = "no request rate meets the SLO"
+            return out
+        if task.max_replicas is not None and reps > task.max_replicas:
+            out.update(error="costs more than the plans already found", stopped=True,
+                       min_replicas=reps)
             return out
         op_rate = d.rate_rps / reps
         res = simulate(cost, cfg, spec.with_rate(op_rate))
@@ -605,7 +694,9 @@ def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
             if not batch and not any(waiting.values()):
                 break
             tasks = [Task(b.candidate, mix.workloads[b.candidate.workload], mix.requests,
-                          mix.seed) for b in batch]
+                          mix.seed, _max_replicas(kth(b.candidate.workload),
+                                                  floor[b.candidate.key]) if prune else None)
+                     for b in batch]
             by_key = {t.candidate.key: t.candidate for t in tasks}
             for res in ex.map_unordered(evaluate_candidate, tasks):
                 key = tuple(res["key"])
@@ -622,6 +713,18 @@ def plan(mix: TrafficMix, executor=None, progress=None, prune: bool = True,
     if progress:
         progress(steps[0], steps[0], "done")
     return _assemble(mix, rows, results, total, n_bounded, pruned_by, cancelled)
+
+
+def _max_replicas(cap_usd_per_hour: float, usd_per_replica_hour: float) -> int | None:
+    """The most replicas whose cost stays within ``cap_usd_per_hour`` (None: no cap)."""
+    if not math.isfinite(cap_usd_per_hour):
+        return None
+    n = int(cap_usd_per_hour // usd_per_replica_hour)
+    while (n + 1) * usd_per_replica_hour <= cap_usd_per_hour:
+        n += 1
+    while n > 0 and n * usd_per_replica_hour > cap_usd_per_hour:
+        n -= 1
+    return n
 
 
 def _accept(mix: TrafficMix, res: dict, cand: Candidate, rows: dict) -> None:
@@ -710,6 +813,7 @@ def _assemble(mix, rows, results, total, bounded, pruned_by, cancelled) -> Fleet
     counts = {"configurations": total, "bounded": bounded,
               "pruned_closed_form": closed, "skipped_by_cost_bound": pruned_by.get("cost", 0),
               "simulated": len(results),
+              "stopped_by_cost": sum(1 for r in results.values() if r.get("stopped")),
               "feasible": sum(1 for r in results.values() if r["feasible"])}
     counts["pruning_ratio"] = (total / len(results)) if results else None
     if cancelled:

@@ -83,7 +83,7 @@ def _power_model_rows() -> tuple[list[dict], dict]:
 
 
 def _power_fit_figure() -> str:
-    from llmpara_core.metrics.power_model import recorded_fit
+    from llmpara_core.metrics.energy_validation import recorded_fit
     f = recorded_fit().get("batched")
     return "—" if f is None else f"{float(f):.1%}"
 
@@ -104,6 +104,8 @@ regions = [r.key for r in grid_regions()]
 with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
     with c1:
+        # a select (its values stay the link's): four segments ran past this
+        # quarter-width column (cut off at 1440 px)
         model_kind = url_selectbox("Energy model", ["auto", "power", "components",
                                                     "tdp-fraction"], key="m_model",
                                    default="auto",

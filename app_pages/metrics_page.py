@@ -83,7 +83,7 @@ def _power_model_rows() -> tuple[list[dict], dict]:
 
 
 def _power_fit_figure() -> str:
-    from llmpara_core.metrics.energy_validation import recorded_fit
+    from llmpara_core.metrics.power_model import recorded_fit
     f = recorded_fit().get("batched")
     return "—" if f is None else f"{float(f):.1%}"
 

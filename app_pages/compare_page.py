@@ -9,10 +9,12 @@ from llmpara_core.errors import ConfigError
 from llmpara_core.export import report_to_dict
 from llmpara_core.precision import PRECISION_PRESETS
 from ui.compare import (COMPARE_COLUMNS, chart_data, compare_spec, compare_table,
-                        raw_compare_frame, short_label, styled_compare)
+                        phone_table, raw_compare_frame, short_label, styled_compare,
+                        with_domains)
 from ui.compute import preset_hardware, preset_model, report
 from ui.format import escape_md
 from ui.links import show_value
+from ui.narrow import narrow_only, wide_only
 from ui.scenario import (add_warning, apply_overrides, get_scenario, hardware_label,
                          hardware_options, model_label, model_options, preset_name)
 from ui.tables import download_csv, download_json
@@ -121,21 +123,25 @@ with st.spinner("Analysing the scenarios…"):
         results.append((label, rep, None))
 
 for i, (label, rep, err) in enumerate(results):
-    c1, c2 = st.columns([12, 1], vertical_alignment="center")
+    # a horizontal container, not columns: a phone stacks columns (the ✕ fell below its name)
+    line = st.container(horizontal=True, vertical_alignment="center", wrap=False)
     full = (f"{preset_name('models', rows[i][0])} · {preset_name('hardware', rows[i][1])} · "
             f"{rows[i][2]}")
-    c1.markdown(f"**{escape_md(label)}**" + (f" — {escape_md(full)}" if "…" in label else "")
-                + f" · {escape_md(stack_label(rows[i][1]))}"
-                + (f" — :red[{escape_md(err)}]" if err else ""))
-    c2.button("✕", key=f"cmp_rm_{i}_{encode(rows[i])}", on_click=remove_row, args=(i,),
-              help="Remove this row")
+    line.markdown(f"**{escape_md(label)}**" + (f" — {escape_md(full)}" if "…" in label else "")
+                  + f" · {escape_md(stack_label(rows[i][1]))}"
+                  + (f" — :red[{escape_md(err)}]" if err else ""), width="stretch")
+    line.button("✕", key=f"cmp_rm_{i}_{encode(rows[i])}", on_click=remove_row, args=(i,),
+                help="Remove this row")
 
 ok = [(label, rep) for label, rep, err in results if rep is not None]
 if not ok:
     st.stop()
 table = compare_table(ok)
-st.dataframe(styled_compare(table), hide_index=True, key="cmp_table",
-             column_config=COMPARE_COLUMNS)
+with wide_only("cmp_table_wide"):
+    st.dataframe(styled_compare(table), hide_index=True, key="cmp_table",
+                 column_config=COMPARE_COLUMNS)
+with narrow_only("cmp_table_narrow"):        # a phone: one column per scenario, by its number
+    st.dataframe(phone_table(table), hide_index=True)
 n_out = int((~table["fits"]).sum())
 st.caption("The best value of each column among the scenarios that fit is highlighted. "
            "ms = 10⁻³ s · GB = 10⁹ bytes · estimated = derated by the hardware's efficiency "
@@ -153,8 +159,17 @@ log = url_toggle("Log scale", key="cmp_log", value=False,
                  help="Linear unless the values span orders of magnitude.")
 st.caption("Click a bar to pick out that scenario in every chart (shift-click for several; "
            "double-click to clear). Bars = estimated, ticks = ideal (peak rates).")
-# The rows go inline into the spec (missing values as null, filtered per view): with data
-# attached beside the spec, the views first drew an empty dataset ("Infinite extent").
-rows = chart_data(table).astype(object).where(chart_data(table).notna(), None)
-st.vega_lite_chart({**compare_spec(log), "data": {"values": rows.to_dict("records")}},
-                   key="cmp_charts")
+# The rows go inline into the spec (missing values as null, filtered per view), and every x
+# scale gets its domain from them: Streamlit first draws the chart with no rows, and a domain
+# left to Vega is then the extent of nothing ("Infinite extent" in the console).
+# A phone gets its own spec (one chart a row): Vega-Lite's concatenated views keep their widths.
+data = chart_data(table)
+values = data.astype(object).where(data.notna(), None).to_dict("records")
+for narrow_screen, box, key in ((False, wide_only, "cmp_charts"),
+                                (True, narrow_only, "cmp_charts_narrow")):
+    spec = with_domains(compare_spec(log, narrow_screen), data, log)
+    with box(f"{key}_box"):
+        if spec is None:
+            st.info("No scenario has a finite value to chart.")
+        else:
+            st.vega_lite_chart({**spec, "data": {"values": values}}, key=key)

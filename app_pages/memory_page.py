@@ -56,9 +56,9 @@ charts.show(charts.memory_bar([("weights", mem.weight_bytes, "#4C78A8"),
             "memory_breakdown", "memory-breakdown")
 
 curve = kv_growth(scn.model, scn.precision, w.batch, w.max_context, 200)
-charts.show(charts.kv_growth_figure(curve, mem.weight_bytes, mem.activation_bytes,
-                                    mem.capacity_bytes, w.prompt_len, unit, unit_name),
-            "kv_growth", "kv-growth")
+charts.show_with_phone_legend(
+    charts.kv_growth_figure(curve, mem.weight_bytes, mem.activation_bytes, mem.capacity_bytes,
+                            w.prompt_len, unit, unit_name), "kv_growth", "kv-growth")
 kv_df = pd.DataFrame(curve, columns=["context_tokens", "kv_cache_bytes"])
 
 st.subheader("Bytes per operator")
@@ -72,9 +72,10 @@ with c2:
                      max_value=100, value=15, step=1)
 rows = rep.decode.rows if phase == "decode" else rep.prefill.rows
 largest = sorted(rows, key=lambda r: r.memory_bytes, reverse=True)[:int(top)]
-charts.show(charts.bytes_breakdown_figure(largest, has_multiple_groups(rep), BYTES_PER_MB,
-                                          "MB (10⁶ B)", f"Bytes moved per operator — {phase}"),
-            "bytes_per_operator", f"bytes-per-operator-{phase}")
+charts.show_with_phone_legend(
+    charts.bytes_breakdown_figure(largest, has_multiple_groups(rep), BYTES_PER_MB, "MB (10⁶ B)",
+                                  f"Bytes moved per operator — {phase}"),
+    "bytes_per_operator", f"bytes-per-operator-{phase}")
 ops_df = pd.DataFrame([{"phase": r.phase, "operator": r.name, "group": r.group,
                         "weight_bytes": r.weight_bytes, "act_read_bytes": r.act_read_bytes,
                         "act_write_bytes": r.act_write_bytes, "kv_read_bytes": r.kv_read_bytes,

@@ -24,7 +24,7 @@ from llmpara_core.tiers.report import (batch_sweep, check_reference_claims, plac
                                        tier_rows)
 from llmpara_core.units import BYTES_PER_GB, BYTES_PER_MB, J_PER_PJ, S_PER_MS, S_PER_US
 from llmpara_core.workload import Workload
-from ui import tier_charts
+from ui import tier_charts, narrow
 from ui.format import escape_md, fmt_bytes, fmt_gb, fmt_pct, fmt_rate, fmt_time, sig
 from ui.scenario import add_warning, chart_config, get_scenario
 from ui.tables import download_csv, download_json
@@ -265,9 +265,8 @@ def placement_view() -> None:
     shown = {"capacity": "capacity_bytes", "used": "used_bytes", "weights": "weight_bytes",
              "KV cache": "kv_cache_bytes", "activations": "activation_bytes",
              "read per decode step": "read_bytes_per_step"}
-    st.dataframe(pd.DataFrame({"tier": trows.tier, **{h: trows[c].map(fmt_bytes)
-                                                      for h, c in shown.items()}}),
-                 hide_index=True)
+    narrow.by_rows_on_narrow(pd.DataFrame({"tier": trows.tier, **{
+        h: trows[c].map(fmt_bytes) for h, c in shown.items()}}), "mt_tiers", "tier")
     prow = placement_rows(res.placement)
     pdf = pd.DataFrame([{"item": r["key"], "category": r["category"], "layer": r["layer"],
                          "stored_bytes": r["stored_bytes"], "read_density": r["read_density"],

@@ -82,6 +82,12 @@ def _power_model_rows() -> tuple[list[dict], dict]:
     return rows, ev.recorded_fit()
 
 
+def _power_fit_figure() -> str:
+    from llmpara_core.metrics.power_model import recorded_fit
+    f = recorded_fit().get("batched")
+    return "—" if f is None else f"{float(f):.1%}"
+
+
 def _csv_button(df: pd.DataFrame, name: str, key: str) -> None:
     st.download_button("Download CSV", csv_bytes(df), f"{name}.csv",
                        "text/csv", key=key, icon=":material/download:")
@@ -98,11 +104,20 @@ regions = [r.key for r in grid_regions()]
 with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
     with c1:
-        model_kind = url_segmented("Energy model", ["components", "tdp-fraction"], key="m_model",
-                                   default="components",
-                                   help="Components: static power x time + pJ/FLOP by data type "
-                                        "+ pJ/byte by memory (Choi et al. 2013). TDP fraction: "
-                                        "the reference tool's TDP x (alpha u_c + (1-alpha) u_m).")
+        # a select (its values stay the link's): four segments ran past this
+        # quarter-width column (cut off at 1440 px)
+        model_kind = url_selectbox("Energy model", ["auto", "power", "components",
+                                                    "tdp-fraction"], key="m_model",
+                                   default="auto",
+                                   help="Power: a busy device draws a fitted share of its "
+                                        "idle-to-TDP range plus its energies per FLOP and per "
+                                        "byte, a device waiting on the host less (fitted on the "
+                                        "published batched ML.ENERGY rows; "
+                                        "energy_power.toml). Components: static power x time + "
+                                        "pJ/FLOP by data type + pJ/byte by memory (Choi et al. "
+                                        "2013). TDP fraction: the reference tool's TDP x "
+                                        "(alpha u_c + (1-alpha) u_m). Auto: power where the "
+                                        "device has a TDP and an idle power, else components.")
         alpha = url_number("alpha (TDP-fraction model)", "m_alpha", 0.0, 1.0,
                            float(reference_alpha(scn.hardware)), step=0.05,
                            disabled=model_kind != "tdp-fraction",
@@ -154,11 +169,13 @@ if o_flop is not None:
 if o_byte is not None:
     overrides += [(k, float(o_byte) * 1e-12) for k in
                   ("weight_j_per_byte", "kv_j_per_byte", "act_j_per_byte", "main_j_per_byte")]
+# the override boxes are the component model's constants: "auto" then means that model
+energy_model = "components" if model_kind == "auto" and overrides else model_kind
 
 try:
     settings = MetricsSettings(region=region, pue=float(pue), usd_per_kwh=float(usd_kwh),
                                lifetime_years=float(life), utilisation=util / 100,
-                               include_idle=bool(charge_idle), energy_model=model_kind,
+                               include_idle=bool(charge_idle), energy_model=energy_model,
                                alpha=float(alpha) if model_kind == "tdp-fraction" else None,
                                embodied_kgco2e=None if emb is None else float(emb))
     report, m, ce = _metrics(scn.model, scn.hardware, scn.precision, scn.workload, settings,
@@ -186,6 +203,15 @@ k6.metric("End-to-end tokens/s", sig(m.tokens_per_s),
 if not m.fits:
     st.warning(f"The scenario does not fit in {escape_md(scn.hardware.name)}'s memory; figures "
                f"are what it would cost if it did.")
+st.caption({"power": "Energy: the fitted power model (held-out median error "
+                    f"{_power_fit_figure()} on the published batched rows; Validation view).",
+            "components": "Energy: the component model (static power x time + energy per FLOP "
+                          "and per byte)" + ((" -- the energy constants set below are "
+                                              "its own." if overrides else " -- the power "
+                                              "model needs a TDP and an idle power, which this "
+                                              "device lacks.") if model_kind == "auto"
+                                             else "."),
+            "tdp-fraction": "Energy: the reference tool's TDP-fraction model."}[e.model])
 if model_kind == "tdp-fraction":
     st.info("Reference TDP-fraction model: power is a fraction of TDP set by the operator's "
             "position against the ridge, not by its FLOPs and bytes; the per-operator times are "
@@ -209,13 +235,14 @@ def _ops_frame(rows, phase: str) -> pd.DataFrame:
 def _ridge_marker(fig: go.Figure, x: float, text: str) -> None:
     """A dotted vertical line at ``x`` across the y range of the traces already drawn, as a
     trace: a shape or annotation on a log axis takes log10 coordinates, so ``add_vline(x=183)``
-    would stretch the axis to 10^183."""
+    would stretch the axis to 10^183. The label sits left of the line (the ridge lies to the
+    right, and a label to its right ran off a phone's chart)."""
     ys = [v for tr in fig.data for v in (tr.y if tr.y is not None else ())
           if v is not None and v > 0]
     if not ys or not x or x <= 0:
         return
     fig.add_trace(go.Scatter(x=[x, x], y=[min(ys), max(ys)], mode="lines+text",
-                             text=[f"{text} {sig(x)} FLOP/B", ""], textposition="top right",
+                             text=[f"{text} {sig(x)} FLOP/B", ""], textposition="top left",
                              line={"dash": "dot", "width": 1, "color": "#8C8C8C"},
                              hoverinfo="skip", showlegend=False))
 
@@ -284,19 +311,30 @@ def energy_view() -> None:
     with right:
         st.subheader("Per token and per request")
         st.dataframe(pd.DataFrame([
-            ("Energy per output token (prefill included)", f"{sig(e.j_per_output_token)} J"),
+            ("Energy / output token (with prefill)", f"{sig(e.j_per_output_token)} J"),
             ("Energy per decoded token (marginal)", f"{sig(e.decode_j_per_token)} J"),
             ("Energy per request (one sequence)", f"{sig(e.request_j)} J"),
             ("Prefill (whole batch)", f"{sig(e.prefill_j)} J"),
             ("One decode step (whole batch)", f"{sig(e.decode_step_j)} J"),
             ("Whole run", f"{sig(e.total_j)} J in {fmt_time(e.total_time_s)}"),
             ("Tokens per joule", sig(e.tokens_per_j)),
-            ("Static power while busy", f"{sig(p.static_w)} W"),
-            ("Dynamic energy per FLOP", f"{sig(p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
-            ("Memory energy per byte (weights)", f"{sig(p.weight_j_per_byte / J_PER_PJ)} pJ"),
-        ], columns=["quantity", "value"]), hide_index=True)
+            *([("Power running kernels (+ FLOPs, bytes)", f"{sig(e.busy_w)} W"),
+               ("Power waiting on the host", f"{sig(e.fixed_w)} W"),
+               ("Energy per FLOP (fitted)",
+                f"{sig(e.dynamic_scale * p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
+               ("Energy per byte, main memory (fitted)",
+                f"{sig(e.dynamic_scale * p.main_j_per_byte / J_PER_PJ)} pJ")]
+              if e.model == "power" else
+              [("Static power while busy", f"{sig(p.static_w)} W"),
+               ("Dynamic energy per FLOP", f"{sig(p.flop_j / J_PER_PJ)} pJ ({p.dtype_used.value})"),
+               ("Memory energy per byte (weights)",
+                f"{sig(p.weight_j_per_byte / J_PER_PJ)} pJ")]),
+        ], columns=["quantity", "value"]), hide_index=True,
+            height=35 * (12 if e.model == "power" else 11) + 3)   # every row, no scroll bar
         # parts that draw energy (no empty 'link' row on a single device)
-        parts = {k: v for k, v in e.whole_run_parts_j().items() if v > 0}
+        names = ({"static": "running + host wait", "compute": "FLOPs", "memory": "bytes"}
+                 if e.model == "power" else {})
+        parts = {names.get(k, k): v for k, v in e.whole_run_parts_j().items() if v > 0}
         fig = go.Figure(go.Bar(x=list(parts.values()), y=list(parts), orientation="h",
                                hovertemplate="%{y}: %{x:.3g} J<extra></extra>"))
         fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)")
@@ -409,7 +447,8 @@ def compare_view() -> None:
         "fits": {True: "fits", False: "does not fit", None: "error"}[r.fits],
         "memory_needed_GB": None if r.memory_needed_bytes is None else r.memory_needed_bytes / BYTES_PER_GB,
         "capacity_GB": r.capacity_bytes / BYTES_PER_GB, "output_tokens_per_s": r.output_tokens_per_s,
-        "j_per_token": r.j_per_token, "tokens_per_j": r.tokens_per_j,
+        "j_per_token": r.j_per_token, "energy_model": r.energy_model,
+        "tokens_per_j": r.tokens_per_j,
         "usd_per_million_tokens": r.usd_per_million_tokens,
         "co2e_g_per_million_tokens": r.co2e_g_per_million_tokens, "avg_power_w": r.avg_power_w,
         "price_usd": r.price_usd, "usd_per_gflops": r.usd_per_gflops,
@@ -421,7 +460,9 @@ def compare_view() -> None:
                "and marked (figures are what they would be with enough memory). Preset hardware "
                "(sidebar overrides are not applied here), each under the sidebar's inference "
                "stack (the default: each device's class default; column stack). Cluster "
-               "presets are one device.")
+               "presets are one device. Energy: the energy model chosen under Assumptions "
+               "(auto: the fitted power model where a device has a TDP and an idle power, "
+               "else the component model; column energy model).")
     c1, c2 = st.columns([1, 3])
     with c1:
         metric = url_selectbox("Metric", list(CMP_METRICS), key="m_cmp",

@@ -59,5 +59,6 @@ with right:
                                      "MB (10⁶ bytes)", log=log),
                 "bytes_by_category", "bytes-by-category")
 charts.show(charts.share_bars(by_cat), "time_share", "time-share")
-charts.show(charts.intensity_scatter(rep), "intensity_vs_flops", "intensity-vs-flops")
+charts.show_with_phone_legend(charts.intensity_scatter(rep), "intensity_vs_flops",
+                              "intensity-vs-flops")
 download_csv(by_cat, "operators-by-category.csv", "By-category CSV", key="dl_ops_cat")

@@ -14,6 +14,7 @@ from ui.charts import share_bars, show
 from ui.diagnosis import IF_IT_FIT, fit_warning, phase_line
 from ui.format import (escape_md, fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops,
                        fmt_flops_per_s, fmt_gib, fmt_int, fmt_pct, fmt_rate, fmt_time, sig)
+from ui.narrow import narrow_only, wide_only
 from ui.page import page_report
 from ui.tables import download_csv, download_json, report_json
 
@@ -72,18 +73,22 @@ with right:
             t.text = [t.name if x >= 12 else "" for x in t.x]
             t.textposition, t.insidetextanchor = "inside", "middle"
         fig.update_layout(title="Where the time goes (estimated)", height=190,
-                          showlegend=False, margin=dict(l=10, r=10, t=35, b=10))
-        fig.update_xaxes(title=None, ticksuffix=" %")
+                          showlegend=False, margin=dict(l=10, r=24, t=35, b=10))
+        # every quarter labelled, 100 % included (Plotly had left only "0 %" and "50 %")
+        fig.update_xaxes(title=None, ticksuffix=" %", tickvals=[0, 25, 50, 75, 100])
         show(fig, "overview-shares", "overview-time-by-category")
 iff = "" if mem.fits else f" ({IF_IT_FIT})"
 
 
-def card(title: str, metrics: list[tuple[str, str, str | None]], columns: int) -> None:
+def card(title: str, groups: list[list[tuple[str, str, str | None]]]) -> None:
+    """A bordered card of metrics, one column per group. A phone stacks the columns, so the
+    figures of a group (a quantity estimated and ideal, the parameters, the FLOPs) stay
+    together there (issue 28, item 10)."""
     with st.container(border=True):
         st.markdown(f"**{title}**")
-        cols = st.columns(columns)
-        for i, (label, value, help_text) in enumerate(metrics):
-            cols[i % columns].metric(label, value, help=help_text)
+        for col, group in zip(st.columns(len(groups)), groups):
+            for label, value, help_text in group:
+                col.metric(label, value, help=help_text)
 
 
 pc = rep.params
@@ -91,43 +96,43 @@ heads, kv_heads = model.num_attention_heads, model.num_key_value_heads
 attn = (f"MLA (latent KV rank {model.mla.kv_lora_rank})" if model.mla is not None else
         f"{heads} / {kv_heads}" + (f" (GQA {model.gqa_group}:1)" if model.gqa_group > 1 else ""))
 card("Model", [
-    ("Parameters (total)", fmt_count(pc.total), f"{pc.total:,} parameters"),
-    ("Parameters (active per token)", fmt_count(pc.active),
-     f"{pc.active:,} (MoE: routed experts a token does not use are excluded)"),
-    ("Weights", fmt_bytes(rep.weight_bytes),
-     f"GB = 10⁹ bytes ({fmt_gib(rep.weight_bytes)}), at the weight bits"),
-    ("Attention heads / KV heads", attn, "query heads / key-value heads per layer"),
-    ("KV cache per token", fmt_bytes(rep.kv_cache_bytes_per_token),
-     "one sequence, all layers; kB = 10³ bytes"),
-    ("KV cache at full context", fmt_bytes(rep.memory.kv_cache_bytes),
-     f"batch {w.batch} × {w.max_context:,} tokens (prompt + generated); GB = 10⁹ bytes"),
-    ("FLOPs per request", fmt_flops(rep.total_flops),
-     "prefill + every decode step, all sequences of the batch"),
-    ("Prefill FLOPs", fmt_flops(rep.prefill.flops), f"one pass over {w.prompt_len:,} tokens"),
-    ("Decode FLOPs", fmt_flops(rep.decode_flops_total),
-     f"{rep.decode_steps:,} decode steps; {fmt_flops(rep.decode.flops)} per step"),
-], 3)
+    [("Parameters (total)", fmt_count(pc.total), f"{pc.total:,} parameters"),
+     ("Parameters (active per token)", fmt_count(pc.active),
+      f"{pc.active:,} (MoE: routed experts a token does not use are excluded)"),
+     ("Weights", fmt_bytes(rep.weight_bytes),
+      f"GB = 10⁹ bytes ({fmt_gib(rep.weight_bytes)}), at the weight bits")],
+    [("Attention heads / KV heads", attn, "query heads / key-value heads per layer"),
+     ("KV cache per token", fmt_bytes(rep.kv_cache_bytes_per_token),
+      "one sequence, all layers; kB = 10³ bytes"),
+     ("KV cache at full context", fmt_bytes(rep.memory.kv_cache_bytes),
+      f"batch {w.batch} × {w.max_context:,} tokens (prompt + generated); GB = 10⁹ bytes")],
+    [("FLOPs per request", fmt_flops(rep.total_flops),
+      "prefill + every decode step, all sequences of the batch"),
+     ("Prefill FLOPs", fmt_flops(rep.prefill.flops), f"one pass over {w.prompt_len:,} tokens"),
+     ("Decode FLOPs", fmt_flops(rep.decode_flops_total),
+      f"{rep.decode_steps:,} decode steps; {fmt_flops(rep.decode.flops)} per step")],
+])
 
 card("Latency — estimated (derated by efficiency factors) and ideal (peak rates)" + iff, [
-    ("TTFT · estimated", fmt_time(est.ttft_s), "time to first token (prefill)"),
-    ("TPOT · estimated", fmt_time(est.tpot_s), "time per output token, mean over the decode"),
-    ("End-to-end · estimated", fmt_time(est.e2e_latency_s), "prefill + all decode steps"),
-    ("TTFT · ideal", fmt_time(ideal.ttft_s), "at peak compute and bandwidth"),
-    ("TPOT · ideal", fmt_time(ideal.tpot_s), "at peak compute and bandwidth"),
-    ("End-to-end · ideal", fmt_time(ideal.e2e_latency_s), "at peak compute and bandwidth"),
-], 3)
+    [("TTFT · estimated", fmt_time(est.ttft_s), "time to first token (prefill)"),
+     ("TTFT · ideal", fmt_time(ideal.ttft_s), "at peak compute and bandwidth")],
+    [("TPOT · estimated", fmt_time(est.tpot_s), "time per output token, mean over the decode"),
+     ("TPOT · ideal", fmt_time(ideal.tpot_s), "at peak compute and bandwidth")],
+    [("End-to-end · estimated", fmt_time(est.e2e_latency_s), "prefill + all decode steps"),
+     ("End-to-end · ideal", fmt_time(ideal.e2e_latency_s), "at peak compute and bandwidth")],
+])
 
 card("Throughput" + iff, [
-    ("Decode tok/s per sequence · estimated", fmt_rate(est.decode_tokens_per_s), "1 / TPOT"),
-    ("Decode tok/s aggregate · estimated", fmt_rate(est.throughput_tokens_per_s),
-     f"batch {w.batch} / TPOT"),
-    ("Prefill tok/s · estimated", fmt_rate(est.prefill_tokens_per_s),
-     "batch × prompt / TTFT"),
-    ("Decode tok/s per sequence · ideal", fmt_rate(ideal.decode_tokens_per_s), "1 / TPOT"),
-    ("Decode tok/s aggregate · ideal", fmt_rate(ideal.throughput_tokens_per_s),
-     f"batch {w.batch} / TPOT"),
-    ("Prefill tok/s · ideal", fmt_rate(ideal.prefill_tokens_per_s), "batch × prompt / TTFT"),
-], 3)
+    [("Decode tok/s per sequence · estimated", fmt_rate(est.decode_tokens_per_s), "1 / TPOT"),
+     ("Decode tok/s per sequence · ideal", fmt_rate(ideal.decode_tokens_per_s), "1 / TPOT")],
+    [("Decode tok/s aggregate · estimated", fmt_rate(est.throughput_tokens_per_s),
+      f"batch {w.batch} / TPOT"),
+     ("Decode tok/s aggregate · ideal", fmt_rate(ideal.throughput_tokens_per_s),
+      f"batch {w.batch} / TPOT")],
+    [("Prefill tok/s · estimated", fmt_rate(est.prefill_tokens_per_s),
+      "batch × prompt / TTFT"),
+     ("Prefill tok/s · ideal", fmt_rate(ideal.prefill_tokens_per_s), "batch × prompt / TTFT")],
+])
 
 lim = rep.context_limit
 if cluster is not None:
@@ -138,15 +143,15 @@ else:
                 f"{fmt_int(lim.memory_tokens)}, the model was trained for "
                 f"{fmt_int(lim.window_tokens) if lim.window_tokens else 'an unknown window'}")
 card("Memory fit" + (" (per device)" if cluster is not None else ""), [
-    ("Fits in memory", "yes" if mem.fits else "no",
-     "weights + KV cache at full context + peak activations ≤ capacity"),
-    ("Memory needed", fmt_bytes(mem.total_bytes),
-     f"{fmt_pct(mem.utilisation, 1)} of capacity; GB = 10⁹ bytes"),
-    ("Device capacity", fmt_bytes(mem.capacity_bytes), "GB = 10⁹ bytes"),
-    ("Largest batch that fits", fmt_int(max_batch), f"at {w.max_context:,} tokens each"),
-    ("Largest context that fits", ctx_value, ctx_help),
-    ("Share of capacity used", fmt_pct(mem.utilisation, 1), "needed / capacity"),
-], 3)
+    [("Fits in memory", "yes" if mem.fits else "no",
+      "weights + KV cache at full context + peak activations ≤ capacity"),
+     ("Share of capacity used", fmt_pct(mem.utilisation, 1), "needed / capacity")],
+    [("Memory needed", fmt_bytes(mem.total_bytes),
+      f"{fmt_pct(mem.utilisation, 1)} of capacity; GB = 10⁹ bytes"),
+     ("Device capacity", fmt_bytes(mem.capacity_bytes), "GB = 10⁹ bytes")],
+    [("Largest batch that fits", fmt_int(max_batch), f"at {w.max_context:,} tokens each"),
+     ("Largest context that fits", ctx_value, ctx_help)],
+])
 if cluster is None and lim is not None:
     binds = ("the model's context window" if lim.binding == WINDOW_LIMIT else "device memory")
     st.caption(f"Largest context: {escape_md(binds)} is the limit "
@@ -181,7 +186,12 @@ def hardware_panel() -> None:
                          "derated": fmt_flops_per_s(dr.flops_per_s),
                          "ridge · peak (FLOP/B)": sig(pk.ridge_flops_per_byte),
                          "ridge · derated (FLOP/B)": sig(dr.ridge_flops_per_byte)})
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        table = pd.DataFrame(rows)
+        with wide_only("ov_hw_wide"):
+            st.dataframe(table, hide_index=True, width="stretch")
+        with narrow_only("ov_hw_narrow"):       # a phone: the columns that fit its width
+            st.dataframe(table[["data type", "peak", "derated"]], hide_index=True,
+                         width="stretch")
 
 
 hardware_panel()

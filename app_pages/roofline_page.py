@@ -40,7 +40,7 @@ st.caption(escape_md(f"{scn.model.name} · {hw.name} · {scn.precision.name} · 
                      f"{scn.workload.gen_len}"))
 
 fig, info = charts.roofline_figure(hw, rep, estimated=mode == "estimated")
-charts.show(fig, "roofline_chart", "roofline")
+charts.show_with_phone_legend(fig, "roofline_chart", "roofline")
 if info["hidden"]:
     st.caption(f"{info['hidden']} operators move data without FLOPs (embedding gather, KV cache "
                "writes) and have no place on a log axis; the Operators page lists them.")

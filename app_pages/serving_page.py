@@ -21,6 +21,7 @@ from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
 from llmpara_core.units import BYTES_PER_GB, S_PER_MS
 from ui.format import escape_md, escape_md_keep_urls, fmt_int, fmt_time, sig
+from ui.narrow import first_on_narrow, narrow_only, record_table, wide_only
 from ui.shared_results import shared
 from ui.scenario import chart_config, get_scenario
 from ui.devices import (SIDEBAR, cluster_slugs, device_select, override_banner,
@@ -28,7 +29,6 @@ from ui.devices import (SIDEBAR, cluster_slugs, device_select, override_banner,
 from ui.tables import download_csv, download_json, people_table
 from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
 
-NARROW_PX = 640                     # below this viewport width the inputs fold away
 VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")
 ARRIVALS = {"poisson": "Poisson", "gamma": "Gamma (bursty)", "max-load": "Max load"}
 TRI = ("default", "on", "off")
@@ -73,14 +73,13 @@ with st.container(key="sv_head"):
 
 # ---- deployment -----------------------------------------------------------------------------
 clusters = cluster_slugs()
-# The inputs, then the results; on a narrow screen (a phone) the results are shown first
-# (CSS order; the server cannot know the screen's width), the inputs below them.
-inputs = st.container(key="sv_inputs")
+# The inputs (in an expander), then the results; on a narrow screen (a phone) the results
+# come first (CSS order: the server cannot know the screen's width) and the inputs' expander
+# after them.
+inputs = st.container(key="sv_inputs").expander(
+    "Inputs: devices, requests, engine and SLO", expanded=True, icon=":material/tune:")
 results = st.container(key="sv_results")
-st.html(f"<style>@media (max-width: {NARROW_PX}px) {{ "
-        ".st-key-sv_head, [data-testid='stLayoutWrapper']:has(> .st-key-sv_head) { order: -2; } "
-        ".st-key-sv_results, [data-testid='stLayoutWrapper']:has(> .st-key-sv_results) "
-        "{ order: -1; } }</style>")
+first_on_narrow(["sv_head", "sv_results"])
 with inputs:
     c1, c2, c3 = st.columns([3, 1, 1])
 with c1:
@@ -388,7 +387,10 @@ def capacity(st_: serving.ServeStudy) -> pd.DataFrame:
         row = {k: v for k, v in row.items() if k not in ("target_rate", "replicas", "gpus")}
     df = pd.DataFrame([row])
     st.subheader("Capacity and cost at this load")
-    people_table(df, CAPACITY_COLUMNS)
+    with wide_only("sv_cap_wide"):
+        people_table(df, CAPACITY_COLUMNS)
+    with narrow_only("sv_cap_narrow"):      # a phone: every figure in view ($ / M tokens last)
+        record_table(row, CAPACITY_COLUMNS, key="sv_cap_record")
     if st_.target_rate and st_.replicas:
         st.caption(f"{fmt_int(st_.replicas)} replicas × {sm.gpus} GPU(s) = "
                    f"**{fmt_int(st_.gpus_for_target)} GPUs** for {sig(st_.target_rate)} req/s "

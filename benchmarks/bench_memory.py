@@ -27,22 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from browser_util import CHROME_ARGS, CHROMIUM, IDLE, streamlit_server  # noqa: E402
+from browser_util import CHROME_ARGS, CHROMIUM, IDLE, server_pid, streamlit_server  # noqa: E402
 
 SESSION_TTL_S = 30      # .streamlit/config.toml server.disconnectedSessionTTL
 TRIM_EVERY_S = 15       # ui/memory.py
 TIMEOUT_MS = 240_000
-
-
-def _server_pid(port: str) -> int | None:
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            cmd = cmdline.read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "streamlit" in cmd and f"--server.port={port}" in cmd:
-            return int(cmdline.parent.name)
-    return None
 
 
 def _rss_mb(pid: int) -> float:
@@ -101,7 +90,7 @@ def main() -> None:
     if CHROMIUM is None:
         sys.exit("Debian's chromium is not installed")
     with streamlit_server("streamlit-bench-memory.log") as url:
-        pid = _server_pid(url.rsplit(":", 1)[1])
+        pid = server_pid(url.rsplit(":", 1)[1])
         out = asyncio.run(_run(url, pid, a.sessions, a.concurrent))
     print(f"server RSS: start {out['start']:.0f} MB; after one session {out['one']:.0f} MB; "
           f"peak with {a.sessions} sessions ({a.concurrent} at a time, 3 pages each; "

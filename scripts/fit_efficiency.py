@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     if not args.dry_run and not args.no_cv:    # the fit first: a long check cannot lose it
         args.out.write_text(calibration.table_to_toml(table, info), encoding="utf-8")
     if not args.no_cv:
-        info["leave_one_device_out"] = _cv(mapped, table, max(1, args.jobs))
+        info["leave_one_device_out"], info["leave_one_device_out_by_device"] = _cv(
+            mapped, table, max(1, args.jobs))
     if not args.dry_run:
         args.out.write_text(calibration.table_to_toml(table, info), encoding="utf-8")
         print(f"wrote {args.out}")
@@ -108,10 +109,12 @@ def _fold(args):
     return fitting.leave_one_device_out(mapped, table, [slug])
 
 
-def _cv(mapped, table, jobs: int = 1) -> dict:
+def _cv(mapped, table, jobs: int = 1) -> tuple[dict, dict]:
     """Leave-one-device-out median |error| by regime, by regime and class, and of the
     batched rows by stack (``jobs`` processes: one fold per held-out device, the folds of
-    ``fitting.leave_one_device_out``)."""
+    ``fitting.leave_one_device_out``); and by regime and device preset ("regime.slug": the
+    figure ``llmpara validate --loo --regime R --device slug`` prints, so a test can check
+    one cheap fold against the table instead of refitting every fold)."""
     t0 = time.time()
     if jobs == 1:
         held = fitting.leave_one_device_out(mapped, table)
@@ -123,9 +126,10 @@ def _cv(mapped, table, jobs: int = 1) -> dict:
             held = [p for part in pool.map(_fold, [(mapped, table, s)
                                                     for s in sorted(first.values())])
                     for p in part]
-    by = defaultdict(list)
+    by, by_device = defaultdict(list), defaultdict(list)
     for p in held:
         reg = validation.regime(p.row)
+        by_device[f"{reg}.{p.row.hardware.slug}"].append(abs(p.error))
         by[reg].append(abs(p.error))
         by[f"{reg}.{p.efficiency_class.value}"].append(abs(p.error))
         by[f"{reg}.{p.row.framework or 'other'}"].append(abs(p.error))
@@ -134,7 +138,7 @@ def _cv(mapped, table, jobs: int = 1) -> dict:
           f"{time.time() - t0:.0f} s): median |error|")
     for k, v in out.items():
         print(f"  {k:36s} {v:6.1%}  ({len(by[k])} rows)")
-    return out
+    return out, {k: statistics.median(v) for k, v in sorted(by_device.items())}
 
 
 def _print_table(table) -> None:

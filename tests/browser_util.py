@@ -152,7 +152,8 @@ def app_pages() -> list[tuple[str, str, str]]:
 def open_page(page, section: str, title: str, path: str, timeout_ms: int = 300_000) -> None:
     """In-app navigation, as a reader does it (the scenario stays in the URL): the top bar's
     section menu (wide screens) or the sidebar's list (narrow screens: the sidebar is opened
-    first); then waits until the page has settled."""
+    first, and its folded list unfolded with "View n more"); then waits until the page has
+    settled."""
     from urllib.parse import urlparse
     direct = page.get_by_test_id("stTopNavLink").filter(has_text=title)
     top = page.get_by_test_id("stTopNavSection").filter(has_text=section)
@@ -168,9 +169,26 @@ def open_page(page, section: str, title: str, path: str, timeout_ms: int = 300_0
         if not page.evaluate(shown):          # a phone: the sidebar is shut (off-screen)
             page.get_by_test_id("stExpandSidebarButton").click()
             page.wait_for_function(shown, timeout=timeout_ms)
+        if not link.is_visible():             # the folded list: "View 3 more" hides the rest
+            page.get_by_test_id("stSidebarNavViewButton").click()
+            link.wait_for(state="visible", timeout=10_000)
         link.click()
         if page.evaluate(shown):              # shut it again, as a reader would, to see the page
             page.get_by_test_id("stSidebarCollapseButton").click(force=True)
             page.wait_for_function(f"() => !({shown})()", timeout=timeout_ms)
     page.wait_for_url(lambda u: urlparse(u).path == path, timeout=timeout_ms)
     settle(page, timeout_ms)
+
+
+def server_pid(url_or_port: str) -> int | None:
+    """The pid of the Streamlit server listening on this port (a URL or a bare port), from
+    /proc; None if there is none."""
+    port = str(url_or_port).rsplit(":", 1)[-1]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmd = cmdline.read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "streamlit" in cmd and f"--server.port={port}" in cmd:
+            return int(cmdline.parent.name)
+    return None

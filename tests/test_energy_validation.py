@@ -190,3 +190,65 @@ def test_a_row_without_tdp_is_refused():
     from llmpara_core.metrics.energy_validation import row_work
     with pytest.raises(ConfigError):
         row_work(replace(M, devices=0))
+
+
+# ---- the power model on the Metrics page and `llmpara metrics` -------------------------------
+
+def _scenario_report(m):
+    from llmpara_core.analysis import analyze
+    from llmpara_core.calibration import efficiency_for, framework_of_label
+    from llmpara_core.calibration.stacks import with_stack
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.presets import load_hardware, load_model
+    from llmpara_core.workload import Workload
+    hw = load_hardware(m.hardware_preset)
+    fw = framework_of_label(m.framework) if m.framework else None
+    eff = (with_stack(hw, None)[0].effective_efficiency if fw is None
+           else efficiency_for(hw, fw))
+    return analyze(load_model(m.model_preset), hw, precision_preset(m.precision_preset),
+                   Workload(batch=m.batch, prompt_len=m.prompt_len, gen_len=m.gen_len),
+                   efficiency=eff)
+
+
+def test_scenario_power_model_is_the_validated_one():
+    """Summed per operator, the Metrics page's power model gives the validation's J/token of
+    every single-device row (batch 1 and batched): the headline figure is the validated one."""
+    from llmpara_core.metrics.energy import energy_report
+    rows = [w for w in energy_rows() if w.devices == 1]
+    assert {w.batched for w in rows} == {True, False}
+    for w in rows[::4]:
+        e = energy_report(_scenario_report(w.measurement), model="auto")
+        assert e.model == "power"
+        assert e.j_per_output_token == pytest.approx(j_per_token(w), rel=1e-9)
+        comp = energy_report(_scenario_report(w.measurement), model="components")
+        assert comp.j_per_output_token != pytest.approx(e.j_per_output_token, rel=1e-3)
+
+
+def test_auto_energy_model_falls_back_without_tdp():
+    from llmpara_core.analysis import analyze
+    from llmpara_core.metrics.energy import energy_report
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.presets import load_hardware, load_model
+    from llmpara_core.workload import Workload
+    hw = load_hardware("apple-m4-max-40c")
+    assert hw.tdp_w is None
+    r = analyze(load_model("llama-3.1-8b"), hw, precision_preset("Q4_K_M"),
+                Workload(batch=1, prompt_len=128, gen_len=64))
+    assert energy_report(r, model="auto").model == "components"
+    with pytest.raises(Exception, match="needs a TDP"):
+        energy_report(r, model="power")
+
+
+def test_cli_metrics_energy_model(capsys):
+    args = ["metrics", "--model", "llama-3.1-8b", "--hardware", "nvidia-h100-sxm",
+            "--batch", "64", "--format", "json"]
+    out = {}
+    for kind in ("auto", "power", "components"):
+        assert main(args + ["--energy-model", kind]) == 0
+        out[kind] = json.loads(capsys.readouterr().out)
+    dev = {k: v["devices"][0] for k, v in out.items()}
+    assert dev["auto"]["energy_model"] == "power" and dev["components"]["energy_model"] == \
+        "components"
+    assert dev["auto"]["j_per_token"] == dev["power"]["j_per_token"]
+    assert dev["components"]["j_per_token"] != pytest.approx(dev["power"]["j_per_token"],
+                                                             rel=1e-3)

@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from browser_util import CHROME_ARGS, CHROMIUM, IDLE, free_port, streamlit_server
+from browser_util import CHROME_ARGS, CHROMIUM, IDLE, free_port, server_pid, streamlit_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 if CHROMIUM is None:
@@ -114,18 +114,6 @@ def _proc_stat(pid: int) -> tuple[int, float] | None:
         return None
     ticks = sum(int(f) for f in fields[11:15])          # utime stime cutime cstime
     return int(fields[1]), ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _server_pid(url: str) -> int | None:
-    port = url.rsplit(":", 1)[1]
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            cmd = cmdline.read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "streamlit" in cmd and f"--server.port={port}" in cmd:
-            return int(cmdline.parent.name)
-    return None
 
 
 def _rss_bytes(pid: int | None) -> int:
@@ -306,21 +294,21 @@ def _report(lines: list, out: dict) -> dict:
 
 
 def test_concurrent_sessions_with_hostile_links_open(server):  # noqa: F811 - fixture
-    server_pid = _server_pid(server)
-    rss_before = _rss_bytes(server_pid)
+    srv_pid = server_pid(server)
+    rss_before = _rss_bytes(srv_pid)
     port = free_port()
     control = subprocess.Popen([sys.executable, "-c", _CONTROL, str(port)])
     poller = subprocess.Popen([sys.executable, "-c", _POLLER, f"{server}/_stcore/health",
                                f"http://127.0.0.1:{port}/", str(HEALTH_EVERY_S)],
                               stdout=subprocess.PIPE, text=True)
     try:
-        out = asyncio.run(_run(server, server_pid, {poller.pid, control.pid}))
+        out = asyncio.run(_run(server, srv_pid, {poller.pid, control.pid}))
     finally:
         poller.terminate()
         text, _ = poller.communicate(timeout=10)
         control.terminate()
         control.wait(timeout=10)
-    rss_after = _rss_bytes(server_pid)
+    rss_after = _rss_bytes(srv_pid)
     lines = [tuple(float(x) for x in ln.split()) for ln in text.splitlines()]
     health = _report(lines, out)
     res, fails = out["b"], out["fail_b"]

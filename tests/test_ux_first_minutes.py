@@ -50,6 +50,14 @@ def test_a_missing_cluster_price_reads_dash_with_its_reason():
     row = [d.value for d in priced.dataframe if "plan" in d.value.columns][0].iloc[0]
     assert row["replica_price_usd"] == 30000 * row["gpus_per_replica"]   # the sum of devices
     assert row["usd_per_million_tokens"] > 0
+    # the phone's rendering: the same figures as label | value rows, dollars as dollars
+    for page, want in ((at, "—"), (priced, "$")):
+        rec = [d.value for d in page.dataframe if list(d.value.columns) == ["quantity", "value"]]
+        assert len(rec) == 1
+        shown = dict(zip(rec[0]["quantity"], rec[0]["value"]))
+        assert shown["$ / M output tokens"].startswith(want), shown
+        assert not any("e+" in v for v in shown.values()), shown
+    assert shown["price / replica ($)"] == f"${30000 * row['gpus_per_replica']:,.2f}"
 
 
 def test_serving_devices_follow_the_sidebar():
@@ -207,3 +215,75 @@ def test_operator_table_shows_the_time_before_the_byte_breakdown():
     order = list(at.dataframe[0].proto.column_order)
     assert order[:5] == ["operator", "phase", "category", "estimated µs", "share of phase time"]
     assert order.index("note") > order.index("params") > order.index("total MB")
+
+
+def test_compare_charts_never_leave_a_domain_to_an_empty_first_draw():
+    """Item 12: Streamlit draws a Vega-Lite chart once before it inserts the rows, so every x
+    scale carries its domain from the data (else Vega logs "Infinite extent"); a chart with
+    no finite value is left out, and no chart at all if no panel has one."""
+    import json
+    import math
+
+    import pandas as pd
+
+    from ui.compare import chart_data, compare_spec, with_domains
+
+    at = open_page("app_pages/compare_page.py",
+                   cmp=["llama-3-8b|nvidia-h100-sxm|FP16", "llama-3-70b|nvidia-rtx-4090|FP16"])
+    _clean(at, "compare")
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    xs = [lay["encoding"]["x"] for row in spec["vconcat"] for view in row["hconcat"]
+          for lay in view["layer"]]
+    assert len(xs) == 8
+    for x in xs:
+        lo, hi = x["scale"]["domain"]
+        assert math.isfinite(lo) and math.isfinite(hi) and lo <= 0 < hi, x
+    shown = at.dataframe[0].value                   # the bars lie inside their domain
+    for x, col in zip(xs[::2], ["TTFT (ms)", "TPOT (ms)", "tok/s aggregate", "memory (GB)"]):
+        assert 0 < shown[col].max() <= x["scale"]["domain"][1], (x, shown[col].max())
+    table = pd.DataFrame({"scenario": ["a", "b"], "fits": [True, False],
+                          "TTFT (ms)": [float("nan")] * 2, "TPOT (ms)": [2.0, 4.0],
+                          "tok/s aggregate": [10.0, float("inf")], "memory (GB)": [1.0, 9.0],
+                          "capacity (GB)": [8.0, 8.0], "_ttft_ideal": [None, None],
+                          "_tpot_ideal": [1.0, 2.0], "_tps_ideal": [20.0, 30.0]})
+    data = chart_data(table)
+    lin = with_domains(compare_spec(False), data, False)
+    fields = [[v["layer"][0]["encoding"]["x"]["field"] for v in r["hconcat"]]
+              for r in lin["vconcat"]]
+    assert fields == [["tpot"], ["tps", "mem"]]            # no TTFT chart: nothing finite
+    assert lin["vconcat"][0]["hconcat"][0]["layer"][0]["encoding"]["y"]["axis"]["labels"]
+    log = with_domains(compare_spec(True), data, True)
+    dom = {v["layer"][0]["encoding"]["x"]["field"]: v["layer"][0]["encoding"]["x"]["scale"]
+           ["domain"] for r in log["vconcat"] for v in r["hconcat"]}
+    assert dom["tpot"] == [0.5, 8.0] and dom["mem"] == [0.5, 18.0]
+    empty = data.assign(**{c: float("nan") for c in data.columns if c not in ("scenario", "fit")})
+    assert with_domains(compare_spec(False), empty, False) is None
+    # a phone (item 10): one chart a row that fits 390 px, and the table turned, one column
+    # per scenario by its number
+    phone = json.loads(at.get("vega_lite_chart")[1].proto.spec)
+    assert [len(r["hconcat"]) for r in phone["vconcat"]] == [1, 1, 1, 1]
+    for r in phone["vconcat"]:
+        view = r["hconcat"][0]
+        label_px = view["layer"][0]["encoding"]["y"]["axis"]["labelLimit"]
+        assert view["width"] + label_px <= 330 and view["layer"][0]["encoding"]["x"]["scale"][
+            "domain"][1] > 0
+    turned = at.dataframe[1].value
+    assert list(turned.columns) == ["quantity", "1", "2"]
+    assert "TPOT (ms)" in list(turned["quantity"]) and not turned.isna().any().any()
+
+
+def test_design_sensitivity_names_infeasible_changes_below_the_chart():
+    """A change that leaves no valid design: a short label right of zero in the chart (its
+    reason ran off a phone's screen and over the axis names), the reason in a caption."""
+    import json
+    at = open_page("app_pages/design_space_page.py")
+    _clean(at, "design space")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    tornado = next(f for f in figs if f["layout"].get("barmode") == "group")
+    notes = [a for a in tornado["layout"].get("annotations", [])
+             if "no valid design" in a.get("text", "")]
+    captions = [c.value.replace("\\", "") for c in at.caption
+                if c.value.startswith("No valid design: ")]
+    assert notes and len(notes) == len(captions), (notes, captions)
+    assert all(a["xanchor"] == "left" and len(a["text"]) <= 26 for a in notes), notes
+    assert all(" × " in c and len(c.split(": ", 2)) == 3 for c in captions), captions

@@ -3,6 +3,8 @@ backgrounds and grids are left to Streamlit's theme (``theme="streamlit"``)."""
 
 from __future__ import annotations
 
+import textwrap
+
 import math
 from typing import Sequence
 
@@ -51,6 +53,26 @@ def show(fig: go.Figure, key: str, filename: str) -> None:
     st.plotly_chart(fig, theme="streamlit", key=key, config=chart_config(filename))
 
 
+def show_with_phone_legend(fig: go.Figure, key: str, filename: str) -> None:
+    """``fig`` as it is on a wide screen, and on a phone (below 640 px) a copy with its legend
+    below the plot: a legend of a few dozen entries at the side left the plot ~60 px wide
+    there. CSS picks the copy (ui.narrow); the server cannot know the screen's width."""
+    from .narrow import narrow_only, wide_only
+    with wide_only(f"{key}_wide"):
+        show(fig, key, filename)
+    phone = go.Figure(fig)
+    entries = sum(t.showlegend is not False for t in fig.data)
+    title = fig.layout.title.text or ""
+    phone.update_layout(height=420 + 14 * entries,      # a long title wraps (it was cut off)
+                        title=dict(text="<br>".join(textwrap.wrap(title, 44)),
+                                   font=dict(size=13)),
+                        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0,
+                                    font=dict(size=11)),
+                        margin=dict(l=10, r=10, t=40, b=10))
+    with narrow_only(f"{key}_narrow"):
+        show(phone, f"{key}_phone", filename)
+
+
 # Pixels of a vertical legend: one entry, one group title (with its gap), and the chart's
 # margins, title and x axis that the legend cannot use (measured in Chromium at 1440 px).
 LEGEND_ENTRY_PX, LEGEND_GROUP_PX, CHART_CHROME_PX = 20, 30, 170
@@ -68,7 +90,8 @@ def legend_height(fig: go.Figure, height: int) -> int:
 
 def _log_layout(fig: go.Figure, x_title: str, y_title: str, height: int = 520) -> go.Figure:
     fig.update_xaxes(type="log", title=x_title, dtick=1, exponentformat="power")
-    fig.update_yaxes(type="log", title=y_title, dtick=1, exponentformat="SI")
+    # d3's SI format: Plotly's own "SI" stops at T and wrote 10^15 beside 100T
+    fig.update_yaxes(type="log", title=y_title, dtick=1, tickformat="~s")
     fig.update_layout(height=legend_height(fig, height), margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(groupclick="toggleitem"))
     return fig
@@ -257,8 +280,9 @@ def memory_bar(parts: Sequence[tuple[str, float, str]], capacity: float, unit: f
     fig.add_vline(x=capacity / unit, line_dash="dash", line_color="#E45756",
                   annotation_text=f"capacity {capacity / unit:.4g} {unit_name}",
                   annotation_position="top")
-    fig.update_layout(barmode="stack", height=230, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    # the legend below the axis: above the bar it ran into the capacity label on a phone
+    fig.update_layout(barmode="stack", height=250, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.45, x=0))
     fig.update_xaxes(title=unit_name)
     fig.update_yaxes(showticklabels=False)
     return fig

@@ -20,6 +20,7 @@ from .format import fmt_count, fmt_pct, fmt_times, sig
 
 MAX_NAME = 18
 LABEL_PX, CHART_PX = 230, 345       # fills a 1440 px window with the sidebar open (~975 px)
+NARROW_LABEL_PX, NARROW_CHART_PX = 120, 180     # one chart a row in a 390 px phone (~356 px)
 _VENDORS = ("NVIDIA ", "AMD ", "Apple ", "Intel ", "Google ", "Qualcomm ", "GeForce ")
 
 # (column, higher is better) — the columns whose best value is highlighted.
@@ -34,13 +35,15 @@ COMPARE_COLUMNS = {
                                        "device's capacity"),
     "params": st.column_config.TextColumn("params", help="total parameters (B = 10⁹)"),
     "memory (GB)": st.column_config.NumberColumn(help="needed; GB = 10⁹ bytes"),
-    "capacity (GB)": st.column_config.NumberColumn(help="device memory; GB = 10⁹ bytes"),
+    "capacity (GB)": st.column_config.NumberColumn("device (GB)", help="device memory "
+                                                   "capacity; GB = 10⁹ bytes"),
     "TTFT (ms)": st.column_config.NumberColumn(help="time to first token, estimated"),
     "TPOT (ms)": st.column_config.NumberColumn(help="time per output token, estimated"),
-    "tok/s per seq.": st.column_config.NumberColumn(help="decode tokens/s of one sequence "
-                                                    "(1 / TPOT), estimated"),
-    "tok/s aggregate": st.column_config.NumberColumn(help="decode tokens/s of the batch, "
-                                                     "estimated"),
+    # short headers: the table hid its last column at 1440 px
+    "tok/s per seq.": st.column_config.NumberColumn("tok/s (seq.)", help="decode tokens/s of "
+                                                    "one sequence (1 / TPOT), estimated"),
+    "tok/s aggregate": st.column_config.NumberColumn("tok/s (batch)", help="decode tokens/s "
+                                                     "of the whole batch, estimated"),
     "max batch": st.column_config.NumberColumn(help="largest batch that fits at this context"),
 }
 
@@ -117,13 +120,27 @@ def styled_compare(table: pd.DataFrame):
                         {"memory (GB)": sig, "capacity (GB)": sig, "max batch": "{:,}"})
 
 
+def phone_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The table turned for a phone: one row per quantity, one column per scenario headed by
+    its number (the rows above the table name them), values as the wide table shows them."""
+    shown = table[[c for c in table.columns if not c.startswith("_") and c != "fits"]]
+    cols = [c for c in shown.columns if c != "scenario"]
+    out = {"quantity": [(COMPARE_COLUMNS.get(c) or {}).get("label") or c for c in cols]}
+    for k, (_, row) in enumerate(shown.iterrows()):
+        out[str(k + 1)] = [("{:,}".format(row[c]) if c == "max batch" else sig(row[c]))
+                           if c in BEST or c in ("memory (GB)", "capacity (GB)") else str(row[c])
+                           for c in cols]
+    return pd.DataFrame(out)
+
+
 def _bars(value: str, ideal: str | None, title: str, sel, log: bool,
-          labels: bool):
+          labels: bool, narrow: bool = False):
     """Horizontal bars of ``value`` per scenario (estimated), a tick at ``ideal``; only the
     left column of charts carries the scenario names (the rows are in the same order)."""
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     base = alt.Chart().encode(y=alt.Y("scenario:N", title=None, sort=None,
-                                        axis=alt.Axis(labelLimit=LABEL_PX, labels=labels,
+                                        axis=alt.Axis(labelLimit=NARROW_LABEL_PX if narrow
+                                                      else LABEL_PX, labels=labels,
                                                       ticks=labels)))
     # No stacking (a stacked bar derives <field>_start/_end, whose extent is infinite when a
     # value is missing: Vega's "Infinite extent" warning) and only finite values reach a view
@@ -149,7 +166,8 @@ def _bars(value: str, ideal: str | None, title: str, sel, log: bool,
             x=alt.X(f"{ideal}:Q"),
             tooltip=["scenario:N", alt.Tooltip(f"{ideal}:Q", title=f"{title}, ideal",
                                              format=".3~s")]))
-    return alt.layer(*layers).properties(height=alt.Step(26), width=CHART_PX, title=title)
+    return alt.layer(*layers).properties(height=alt.Step(26), title=title,
+                                         width=NARROW_CHART_PX if narrow else CHART_PX)
 
 
 def chart_data(table: pd.DataFrame) -> pd.DataFrame:
@@ -164,22 +182,92 @@ def chart_data(table: pd.DataFrame) -> pd.DataFrame:
                "tps_i"]]
 
 
-@functools.lru_cache(maxsize=2)
-def compare_spec(log: bool = False) -> dict:
+@functools.lru_cache(maxsize=4)
+def compare_spec(log: bool = False, narrow: bool = False) -> dict:
     """Four horizontal bar charts (Altair, as a Vega-Lite spec without data: the page passes
     :func:`chart_data` to ``st.vega_lite_chart``) with one shared selection: TTFT, TPOT,
     aggregate tokens/s and memory needed (capacity as a tick). Built once per scale: Altair
     takes about a second to serialise a chart, the data changes on every rerun."""
     sel = alt.selection_point(fields=["scenario"], name="pick")
-    row1 = alt.hconcat(_bars("ttft", "ttft_i", "TTFT (ms)", sel, log, True),
-                       _bars("tpot", "tpot_i", "TPOT (ms)", sel, log, False))
-    row2 = alt.hconcat(_bars("tps", "tps_i", "Decode tokens/s (aggregate)", sel, log, True),
-                       _bars("mem", "cap", "Memory needed (GB), tick = capacity", sel, log,
-                             False))
+    panels = [("ttft", "ttft_i", "TTFT (ms)"), ("tpot", "tpot_i", "TPOT (ms)"),
+              ("tps", "tps_i", "Decode tokens/s (aggregate)"),
+              ("mem", "cap", "Memory needed (GB), tick = capacity")]
+    if narrow:      # a phone: one chart a row, each with its names (2 x 2 ran off the screen)
+        rows = [alt.hconcat(_bars(v, i, t, sel, log, True, narrow=True)) for v, i, t in panels]
+    else:
+        rows = [alt.hconcat(*(_bars(v, i, t, sel, log, k == 0) for k, (v, i, t) in
+                              enumerate(panels[j:j + 2]))) for j in (0, 2)]
     with warnings.catch_warnings():     # one selection shared by all views is the intent
         warnings.filterwarnings("ignore", "Automatically deduplicated selection")
-        chart = alt.vconcat(row1, row2).add_params(sel).resolve_scale(color="shared")
+        chart = alt.vconcat(*rows).add_params(sel).resolve_scale(color="shared")
         return _without_placeholder_data(chart.to_dict())
+
+
+# (bar field, tick field) of each chart in compare_spec, in the order they are drawn.
+_PANELS = (("ttft", "ttft_i"), ("tpot", "tpot_i"), ("tps", "tps_i"), ("mem", "cap"))
+
+
+def x_domains(data: pd.DataFrame, log: bool) -> dict[str, list[float] | None]:
+    """Each chart's x range, from the values it will draw (bar and tick; positive ones on a log
+    scale): linear from 0 to 5 % past the largest, log from half the smallest to twice the
+    largest. None where a chart has no finite value to draw."""
+    out: dict[str, list[float] | None] = {}
+    for bar, tick in _PANELS:
+        vals = pd.concat([pd.to_numeric(data[bar], errors="coerce"),
+                          pd.to_numeric(data[tick], errors="coerce")])
+        vals = vals[vals.apply(lambda v: v == v and abs(v) != float("inf"))]
+        if log:
+            vals = vals[vals > 0]
+        if vals.empty:
+            out[bar] = None
+        elif log:
+            out[bar] = [float(vals.min()) / 2, float(vals.max()) * 2]
+        else:
+            top = float(vals.max())
+            out[bar] = [min(0.0, float(vals.min())), top * 1.05 if top > 0 else 1.0]
+    return out
+
+
+def with_domains(spec: dict, data: pd.DataFrame, log: bool) -> dict | None:
+    """``spec`` (from :func:`compare_spec`) with every x scale's domain set from ``data``.
+    Streamlit draws a Vega-Lite chart once with no rows before it inserts the data; a domain
+    left to Vega is then the extent of nothing ("Infinite extent for field …" in the console).
+    A chart with no finite value to draw is left out; None if no chart has one."""
+    domains = x_domains(data, log)
+    fields = {f: bar for bar, tick in _PANELS for f in (bar, tick)}
+
+    def fix(node):
+        if isinstance(node, dict):
+            node = {k: fix(v) for k, v in node.items()}
+            x = node.get("encoding", {}).get("x") if isinstance(node.get("encoding"), dict) \
+                else None
+            if isinstance(x, dict) and x.get("field") in fields:
+                x["scale"] = {**x.get("scale", {}), "domain": domains[fields[x["field"]]]}
+            return node
+        if isinstance(node, list):
+            return [fix(v) for v in node]
+        return node
+
+    def drawable(view) -> bool:
+        layer = view.get("layer", [])
+        return any(domains.get(lay.get("encoding", {}).get("x", {}).get("field")) is not None
+                   for lay in layer)
+
+    out = fix(spec)
+    rows = []
+    for row in out["vconcat"]:
+        views = [v for v in row["hconcat"] if drawable(v)]
+        if views and views[0] is not row["hconcat"][0]:    # the names go on the left chart
+            views[0] = {**views[0], "layer": [
+                {**lay, "encoding": {**lay["encoding"], "y": {
+                    **lay["encoding"]["y"], "axis": {**lay["encoding"]["y"]["axis"],
+                                                     "labels": True, "ticks": True}}}}
+                for lay in views[0]["layer"]]}
+        if views:
+            rows.append({**row, "hconcat": views})
+    if not rows:
+        return None
+    return {**out, "vconcat": rows}
 
 
 def _without_placeholder_data(spec):

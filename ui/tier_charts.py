@@ -54,9 +54,11 @@ def placement_figure(result: HeteroResult) -> go.Figure:
                             line=dict(color="rgba(127,127,127,0.6)", width=1)),
                 customdata=[fmt_bytes(v) for v in free],
                 hovertemplate="%{customdata} free<extra></extra>")
-    fig.update_layout(barmode="stack", height=140 + 55 * len(names), margin=_MARGIN,
+    # the legend below the bars: at the side it took half of a phone's width
+    fig.update_layout(barmode="stack", height=200 + 55 * len(names), margin=_MARGIN,
                       title="What each tier holds (share of its capacity)",
-                      legend=dict(traceorder="normal"))
+                      legend=dict(traceorder="normal", orientation="h", yanchor="top", y=-0.3,
+                                  x=0))
     fig.update_xaxes(title="% of the tier's capacity", range=[0, 100])
     fig.update_yaxes(autorange="reversed")
     return fig

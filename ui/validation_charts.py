@@ -67,8 +67,11 @@ def scatter(df: pd.DataFrame, metric: str, color_by: str, show_ideal: bool) -> g
                        (fig.update_yaxes, f"predicted [{unit}]")):
         upd(type="log", title=title, range=[math.log10(lo), math.log10(hi)], tickvals=ticks,
             ticktext=[f"{t:,.4g}" for t in ticks])
-    fig.update_layout(height=560, margin=dict(l=10, r=10, t=30, b=10),
-                      legend=dict(groupclick="toggleitem"))
+    # the legend below the plot: at the side it took half a phone's width and the log axis
+    # was left ~100 px for its labels
+    fig.update_layout(height=600, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(groupclick="toggleitem", orientation="h", yanchor="top",
+                                  y=-0.14, x=0))
     return fig
 
 

@@ -137,6 +137,25 @@ INT8_GEMM_STACKS = ("llama.cpp",)
 # output (residual_add: 0). 14 launches per dense layer become 11.
 KERNEL_PLANS = {"gpt-fast": {"k_proj": 0.0, "v_proj": 0.0, "ffn_gate_up": 2.0,
                              "residual_add": 0.0}}
+# Tried and not kept (issue 27): llama.cpp's prompt pipeline over a layer split. llama.cpp
+# splits a batch into micro-batches of n_ubatch = 512 tokens and pipelines them through the
+# devices, up to GGML_SCHED_MAX_COPIES = 4 in flight (github ggml-org/llama.cpp PR #6017,
+# 2024-03; the XiongjieDai rows ran llama-bench with its defaults, -b 2048 -ub 512, in May
+# 2024), so a pp1024 prompt is two micro-batches and 4 devices could prefill it up to 1.6x
+# faster than one. The rows show the overlap: the same 8B model and card prefill 1.3-1.6x
+# faster on 4 devices than on one (its pp1024 interpolated between its pp512 and pp4096
+# rows), where running the stages one after another gives at most 1x, and the 3090 rigs
+# scale from 2 to 4 / 6 devices as the two-micro-batch pipeline says (1.22x measured vs
+# 1.20x, 1.29x vs 1.29x). But the multi-GPU rigs are not the single-GPU
+# rigs: the 3090x4 notebook's nvidia-smi shows power caps of 230/230/230/185 W (stock 350 W)
+# and the rows map to the stock preset. Modelled (chunks of 512 tokens, one chunk's pass
+# plus one chunk per slowest stage), the layer-split rows, already off by their rig, went from
+# too slow to too fast: prefill in sample 7.0 -> 8.6 % (consumer GPUs 14.0 -> 18.0 %,
+# datacenter 12.8 -> 11.2 %); held out (the folds of the seven devices with layer-split
+# prefill rows rerun with the pipeline: scripts/loo_residuals.py --device ...) 8.8 -> 11.0 %
+# (consumer 16.2 -> 19.5 %, datacenter 23.7 -> 21.3 %; the layer-split rows 16.3 -> 31.6 %
+# and 41.6 -> 46.3 %). It needs the rigs' power caps in the rows and a clock-under-power-cap
+# rule for GEMMs first.
 # Host work per sequence per pass that a stack's overlap scheduler hides behind the GPU in plain
 # decoding and that its speculative modes pay serially (``Efficiency.spec_host_seq_s``). Cited,
 # not fitted: the one published batch sweep fits alpha on its smallest batch, and two rows
@@ -534,6 +553,8 @@ HEADER = """\
 # device allowed); [fit.leave_one_device_out] holds out each device (power-limited twins of
 # the same chip together) and refits without it -- a class or technology left with too few
 # rows then falls back to the provisional constants, never to values fitted with the device.
+# [fit.leave_one_device_out_by_device] gives the same held-out median |error| per regime and
+# device preset ("regime.slug"; `llmpara validate --loo --regime R --device slug`).
 """
 
 

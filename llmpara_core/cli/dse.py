@@ -57,7 +57,7 @@ def _space(args):
 def _context(args, space):
     from ..dse.evaluation import DesignContext
     from ..presets import load_hardware, load_model
-    if args.energy_model != "components" or args.alpha is not None:
+    if args.energy_model not in ("components", "auto") or args.alpha is not None:
         raise ConfigError("dse uses the component energy model (no --energy-model/--alpha)")
     if args.price_usd is not None:
         raise ConfigError("--price-usd: the price is a design quantity here (axis 'price')")

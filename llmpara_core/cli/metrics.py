@@ -32,10 +32,13 @@ def add_metrics_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--utilisation", type=bounded("utilisation"), help="busy fraction of the life (0, 1]")
     g.add_argument("--price-usd", type=bounded("price_usd", "price"),
                    help="device price override [USD]")
-    g.add_argument("--energy-model", choices=("components", "tdp-fraction"),
-                   default="components",
-                   help="components: static + pJ/FLOP + pJ/byte (default); tdp-fraction: the "
-                        "reference tool's TDP x power-fraction model")
+    g.add_argument("--energy-model", choices=("auto", "power", "components", "tdp-fraction"),
+                   default="auto",
+                   help="power: busy/host power fitted on the published batched ML.ENERGY "
+                        "rows (presets/tables/energy_power.toml); components: static + "
+                        "pJ/FLOP + pJ/byte; tdp-fraction: the reference tool's TDP x "
+                        "power-fraction model; auto (default): power where the device has a "
+                        "TDP and an idle power, else components")
     g.add_argument("--alpha", type=bounded("alpha"),
                    help="compute power fraction of the tdp-fraction model")
     g.add_argument("--no-idle-energy", action="store_true",

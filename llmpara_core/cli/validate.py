@@ -51,7 +51,8 @@ def register(sub) -> None:
                         "rows under the power model (--loo: leave one device out); "
                         "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
                         "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
-                        "Server rows (nothing fitted on either: --loo gives the same figures)")
+                        "Server rows (never fitted on); serving-maxload --loo: each GPU with the "
+                        "FP8 power wall's duty fitted without its rows)")
     p.add_argument("--sample", type=positive_int, metavar="N",
                    help="serving regimes: only every N-th row (a quick look)")
     p.add_argument("--requests", type=positive_int,
@@ -226,17 +227,27 @@ def _run_energy(args) -> None:
 
 def _run_serving(args) -> None:
     """``--regime serving-maxload | mlperf``: the serving simulator against published serving
-    results (shipped copies of the shared rows). Nothing is fitted on them, so every GPU is
-    out of sample and ``--loo`` prints the same figures."""
+    results (shipped copies of the shared rows). One constant is fitted on the max-load rows,
+    the FP8 power wall's duty (``serving.cost.TENSOR_DUTY``): ``--loo`` predicts each GPU's
+    rows with the duty fitted without them (``serving.duty_fit``). Nothing is fitted on the
+    MLPerf rows, so ``--loo`` prints the same figures there."""
     for flag, given in (("--data", args.data), ("--refit", args.refit),
                         ("--device", args.device)):
         if given:
             raise ConfigError(f"{flag} does not apply to --regime {args.regime} (it validates "
                               "the shipped serving rows; nothing is fitted on them)")
     from ..serving import mlperf, validation as sv
+    duties = None
     if args.regime == SERVING_MAXLOAD:
         rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)[::args.sample or 1]
         comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS)
+        if args.loo:
+            from ..serving import duty_fit
+            held, duties = duty_fit.leave_one_gpu_out(
+                duty_fit.record(rows, args.requests or sv.MAX_LOAD_REQUESTS))
+            err = {id(r): e for r, e in held}
+            comps = tuple(sv.MaxLoadComparison(c.row, c.row.measured * (1 + err[id(c.row)]))
+                          if id(c.row) in err else c for c in comps)
         s = sv.error_summary(comps)
         per_row = [{"row_id": c.row.row_id, "hardware": c.row.hardware, "model": c.row.model,
                     "precision": c.row.precision, "tp": c.row.tp, "isl": c.row.isl,
@@ -263,14 +274,24 @@ def _run_serving(args) -> None:
         groups = [("all", "", s)] + [("scenario", k, v) for k, v in s["per_scenario"].items()] \
             + [("gpu (= leave-one-GPU-out)", k, v) for k, v in s["per_gpu"].items()]
     if args.format == "json":
-        emit({"regime": args.regime, "loo": args.loo, "summary": s, "rows": per_row}, "json")
+        emit({"regime": args.regime, "loo": args.loo, "summary": s, "rows": per_row}
+             | ({"loo_duty_by_gpu": duties} if duties is not None else {}), "json")
         return
     if args.format == "csv":
         emit(None, "csv", per_row)
         return
-    sys.stdout.write(f"{title}: error = predicted / measured - 1; nothing is fitted on these "
-                     "rows, so each GPU's figure is its leave-one-GPU-out figure"
-                     f"{' (--loo: the same)' if args.loo else ''}.\n\n")
+    if args.regime == SERVING_MAXLOAD:
+        from ..serving import cost as serving_cost
+        note = (f"the FP8 power wall's duty ({serving_cost.TENSOR_DUTY:g}) is fitted on these "
+                "rows; --loo predicts each GPU's rows with the duty fitted without them ("
+                + ", ".join(f"{k}: {v:g}" for k, v in duties.items()) + ")"
+                if duties is not None else
+                f"the FP8 power wall's duty ({serving_cost.TENSOR_DUTY:g}) is fitted on these "
+                "rows (in sample; --loo for the leave-one-GPU-out figures)")
+    else:
+        note = ("nothing is fitted on these rows, so each GPU's figure is its leave-one-GPU-out "
+                f"figure{' (--loo: the same)' if args.loo else ''}")
+    sys.stdout.write(f"{title}: error = predicted / measured - 1; {note}.\n\n")
     emit(None, "table", [{"group": k if not g else f"{k}: {g}", "n": v["rows"],
                           "median_abs_error": _pct(v["median_abs_error"]),
                           "signed_median": _pct(v["median_signed_error"], signed=True)}

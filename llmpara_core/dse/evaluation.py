@@ -138,9 +138,10 @@ class DesignContext:
 
     def __post_init__(self):
         s = self.settings.resolved()
-        if s.energy_model != "components":
+        if s.energy_model not in ("components", "auto"):
             raise ConfigError("the design space uses the component energy model "
                               "(energy_model='components')")
+        s = replace(s, energy_model="components")
         if s.price_usd is not None or s.embodied_kgco2e is not None:
             raise ConfigError("price and embodied carbon are design quantities here; do not "
                               "override them in the settings")

@@ -87,8 +87,13 @@ class RayExecutor:
                 try:
                     ray.init(address=address, **kw)
                 except Exception as e:       # noqa: BLE001 -- Ray raises many kinds
-                    raise ConfigError(f"cannot join the Ray cluster at {address}: "
-                                      f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                    why = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    hint = ("" if os.environ.get("RAY_AUTH_MODE") == "token" else
+                            " (a cluster with token authentication -- the default of local "
+                            "clusters since Ray 2.59 -- needs RAY_AUTH_MODE=token here, with "
+                            "its token in RAY_AUTH_TOKEN or ~/.ray/auth_token: `ray "
+                            "get-auth-token` on the head node)")
+                    raise ConfigError(f"cannot join the Ray cluster at {address}: {why}{hint}"
                                       ) from None
             else:
                 env = {"env_vars": {"PYTHONPATH": os.pathsep.join(

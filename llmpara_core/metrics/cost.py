@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from ..analysis import Report, analyze
 from .carbon import (CarbonResult, carbon_per_million_tokens, check_lifetime_utilisation,
                      grid_region)
-from .energy import (MODELS, EnergyReport, class_entry, device_entry, energy_report,
+from .energy import (MODEL_CHOICES, EnergyReport, class_entry, device_entry, energy_report,
                      energy_roofline, energy_table, estimated_rates, params_for_report)
 from ..budget import TimeBudgetExceeded
 from ..errors import ConfigError, LLMParaError, require_float
@@ -128,14 +128,14 @@ class MetricsSettings:
     lifetime_years: float | None = None
     utilisation: float | None = None
     include_idle: bool = True
-    energy_model: str = "components"
+    energy_model: str = "auto"          # metrics.energy.MODEL_CHOICES
     alpha: float | None = None            # TDP-fraction model only
     price_usd: float | None = None        # override of the device price
     embodied_kgco2e: float | None = None  # override of the device's embodied carbon
 
     def __post_init__(self):
-        if self.energy_model not in MODELS:
-            raise ConfigError(f"energy model must be one of {', '.join(MODELS)}, "
+        if self.energy_model not in MODEL_CHOICES:
+            raise ConfigError(f"energy model must be one of {', '.join(MODEL_CHOICES)}, "
                               f"got {self.energy_model!r}")
         require_float("pue", self.pue, lo=1, hi=10, allow_none=True)
         require_float("usd_per_kwh", self.usd_per_kwh, lo=0, hi=100, allow_none=True)
@@ -281,7 +281,7 @@ def metrics_to_dict(m: ScenarioMetrics) -> dict:
         "co2e_operational_g_per_million_tokens": c.operational_g_per_million_tokens,
         "co2e_embodied_g_per_million_tokens": c.embodied_g_per_million_tokens,
         "metrics_assumptions": {
-            "energy_model": s.energy_model,
+            "energy_model": e.model,
             "alpha": e.alpha,
             "static_w": e.params.static_w,
             "idle_w": e.params.idle_w,
@@ -327,6 +327,7 @@ class HardwareComparison:
     static_known: bool = True
     embodied_known: bool = True
     error: str | None = None
+    energy_model: str | None = None     # the model that priced j_per_token ("auto" resolved)
 
 
 def compare_one(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
@@ -360,7 +361,7 @@ def compare_one(model: Model, hardware: Hardware, precision: Precision, workload
                         else price / (report.peak_flops_per_s / FLOPS_PER_GFLOP)),
         ceiling_flops_per_j=curve.ceiling_flops_per_j,
         static_known=m.energy.params.idle_w is not None,
-        embodied_known=m.carbon.embodied_known, **base)
+        embodied_known=m.carbon.embodied_known, energy_model=m.energy.model, **base)
 
 
 def compare_hardware(model: Model, hardwares, precision: Precision, workload: Workload,

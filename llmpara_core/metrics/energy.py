@@ -26,6 +26,13 @@ Parameters (``energy_params``), each with its origin listed in ``EnergyParams.as
 * The stack's per-pass fixed time (scheduler, sampling, host sync: ``Rates.pass_overhead_s``),
   when no operator runs, is drawn at P_static (the TDP-fraction model: its idle floor).
 
+The power model of ``metrics.energy_validation`` (``model="power"``: a busy device draws a
+fitted share of its idle-to-TDP range plus its scaled technology energies per FLOP and per byte,
+a device waiting on the host a smaller share; fitted and validated on the batched ML.ENERGY
+rows) is applied per operator: an operator's kernel time at busy power, its kernel launches and
+the pass's fixed time at host power. Summed over a run, it gives exactly the validation's
+energy per token.
+
 The reference's TDP-fraction model (power = TDP (alpha u_c + (1 - alpha) u_m), floored at 5 % of
 TDP; reference-tool §4.1) is kept as ``model="tdp-fraction"`` for comparison, using the same
 operator times. Reference defects fixed here (§10 items 15-16): energy is summed over operators
@@ -49,7 +56,10 @@ from ..hardware import Hardware
 from ..operators import OpKind
 from ..roofline import Rates, rates
 
-MODELS = ("components", "tdp-fraction")
+MODELS = ("components", "tdp-fraction", "power")
+# "auto": the fitted power model where the device has a TDP and an idle power (the model
+# validated on the published batched rows), else the component model.
+MODEL_CHOICES = ("auto",) + MODELS
 
 # ------------------------------------------------------------------------------ per operator
 
@@ -95,6 +105,19 @@ def op_energy(row: OpRow, p: EnergyParams) -> OpEnergy:
                     row.comm_bytes * p.link_j_per_byte, p.static_w * row.estimated_s)
 
 
+def power_op_energy(row: OpRow, p: EnergyParams, busy_w: float, host_w: float,
+                    dynamic: float, launch_s: float) -> OpEnergy:
+    """Power-model energy of one operator (``metrics.energy_validation``): its kernel time at
+    ``busy_w`` plus ``dynamic`` x (e_flop F + e_main B), its launch time ``launch_s`` (host
+    dispatch, no kernel running) at ``host_w``. Link energy is inside the fitted busy power."""
+    t = row.estimated_s
+    launch_s = min(launch_s, t)
+    return OpEnergy(row.phase, row.name, row.kind, row.group, row.flops, row.memory_bytes, t,
+                    dynamic * row.flops * p.flop_j,
+                    dynamic * row.memory_bytes * p.main_j_per_byte, 0.0,
+                    busy_w * (t - launch_s) + host_w * launch_s)
+
+
 def reference_alpha(hardware: Hardware) -> float:
     """The reference tool's compute-power fraction for the device's class."""
     return float(class_entry(hardware)["reference_alpha"])
@@ -124,7 +147,7 @@ def tdp_fraction_op_energy(row: OpRow, tdp_w: float, alpha: float, ridge: float)
 @dataclass(frozen=True)
 class EnergyReport:
     """Energy of a whole scenario. Decode rows are means per decode step over the batch."""
-    model: str                         # "components" or "tdp-fraction"
+    model: str                         # "components", "power" or "tdp-fraction"
     params: EnergyParams
     prefill: tuple[OpEnergy, ...]
     decode: tuple[OpEnergy, ...]
@@ -140,6 +163,10 @@ class EnergyReport:
     prefill_fixed_s: float = 0.0
     decode_fixed_s: float = 0.0
     fixed_w: float = 0.0
+    # power model only: what a device draws running kernels before its dynamic energy, and
+    # the scale of the technology energies per FLOP and per byte (1 for the other models)
+    busy_w: float | None = None
+    dynamic_scale: float = 1.0
 
     @property
     def prefill_j(self) -> float:
@@ -217,18 +244,59 @@ class EnergyReport:
                 "static": part("static_j") + fixed_j, "link": part("comm_j")}
 
 
+def resolve_energy_model(model: str, hardware: Hardware, params: EnergyParams) -> str:
+    """The model ``"auto"`` stands for on this device ("power" with a TDP and an idle power,
+    else "components"); any other name is returned as it is."""
+    if model != "auto":
+        return model
+    return ("power" if hardware.tdp_w is not None and params.idle_w is not None
+            else "components")
+
+
+def _power_fit_note() -> str:
+    from .power_model import recorded_fit
+    f = recorded_fit()
+    try:
+        return (f"{float(f['batched']):.1%} batched, {float(f['batch_1']):.1%} at batch 1 "
+                f"(median, leave one device out)")
+    except (KeyError, TypeError, ValueError):
+        return "not recorded"
+
+
 def energy_report(report: Report, params: EnergyParams | None = None,
                   model: str = "components", alpha: float | None = None) -> EnergyReport:
-    """Energy of the scenario of ``report`` under the component model (default) or the
-    reference's TDP-fraction model (``alpha`` defaults to the reference's class value)."""
-    if model not in MODELS:
-        raise ConfigError(f"energy model must be one of {', '.join(MODELS)}, got {model!r}")
+    """Energy of the scenario of ``report`` under the component model (default), the fitted
+    power model (``"power"``) or the reference's TDP-fraction model (``alpha`` defaults to the
+    reference's class value)."""
+    if model not in MODEL_CHOICES:
+        raise ConfigError(f"energy model must be one of {', '.join(MODEL_CHOICES)}, "
+                          f"got {model!r}")
     p = params or params_for_report(report)
+    model = resolve_energy_model(model, report.hardware, p)
     wl = report.workload
     notes = list(p.assumptions)
+    pre_r, dec_r = phase_rates(report.hardware, report.precision, wl, report.efficiency)
     if model == "components":
         fn = lambda r: op_energy(r, p)   # noqa: E731
         used_alpha = None
+    elif model == "power":
+        from .power_model import power_constants
+        c, tdp = power_constants(), report.hardware.tdp_w
+        if tdp is None or p.idle_w is None:
+            raise ConfigError(f"{report.hardware.name}: the power model needs a TDP and an "
+                              f"idle power (choose the component model)")
+        busy_w = p.idle_w + (tdp - p.idle_w) * c.active
+        host_w = p.idle_w + (tdp - p.idle_w) * c.host
+        from ..roofline import launches
+
+        def fn(r):
+            rr = pre_r if r.phase == "prefill" else dec_r
+            launch_s = launches(r.count, False, rr, r.name) * rr.kernel_overhead_s
+            return power_op_energy(r, p, busy_w, host_w, c.dynamic, launch_s)
+        used_alpha = None
+        notes = [f"power model (presets/tables/energy_power.toml, fitted on the batched "
+                 f"ML.ENERGY rows): busy {busy_w:.3g} W + {c.dynamic:g} x technology energies, "
+                 f"host wait {host_w:.3g} W; held-out error {_power_fit_note()}"]
     else:
         tdp = report.hardware.tdp_w
         if tdp is None:
@@ -244,19 +312,24 @@ def energy_report(report: Report, params: EnergyParams | None = None,
     if report.hardware.interconnect is not None and report.hardware.interconnect.devices > 1:
         notes.append("energy of the single device the plain analysis runs on (see Sharding "
                      "for the whole cluster)")
-    pre_r, dec_r = phase_rates(report.hardware, report.precision, wl, report.efficiency)
     pre_fixed = pre_r.pass_overhead_s if wl.prompt_len else 0.0
-    fixed_w = (p.static_w if model == "components"
-               else energy_table()["tdp_fraction"]["idle_floor_fraction"] * report.hardware.tdp_w)
+    if model == "components":
+        fixed_w, drawn = p.static_w, "static power"
+    elif model == "power":
+        fixed_w, drawn = host_w, "the host-wait power"
+    else:
+        fixed_w = energy_table()["tdp_fraction"]["idle_floor_fraction"] * report.hardware.tdp_w
+        drawn = "the idle floor"
     if dec_r.pass_overhead_s or pre_fixed:
-        drawn = "static power" if model == "components" else "the idle floor"
         notes.append(f"the stack's per-pass fixed time ({dec_r.pass_overhead_s * 1e3:.3g} ms "
                      f"per decode step: scheduler, sampling, host sync) is drawn at "
                      f"{fixed_w:.3g} W ({drawn})")
     return EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
                         tuple(fn(r) for r in report.decode.rows), report.decode_steps,
                         wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes),
-                        pre_fixed, dec_r.pass_overhead_s, fixed_w)
+                        pre_fixed, dec_r.pass_overhead_s, fixed_w,
+                        busy_w if model == "power" else None,
+                        c.dynamic if model == "power" else 1.0)
 
 
 def estimated_rates(report: Report) -> Rates:

@@ -35,32 +35,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..error_stats import error_stats as _stats
-from ..errors import ConfigError, require_float
-from ..presets import load_table
+from ..errors import ConfigError
 from .energy import EnergyMeasurement, energy_params, read_energy_measurements
+from .power_model import PowerConstants, power_constants, recorded_fit  # noqa: F401
 
 DATA = Path(__file__).resolve().parents[2] / "presets" / "tables" / "energy_measurements.csv"
 ENERGY_TOLERANCE_MEDIAN = 0.15      # issue 27: batched energy per token within 15 % (median)
-
-
-@dataclass(frozen=True)
-class PowerConstants:
-    """Shares of a device's idle-to-TDP range (busy, host) and the scale of its technology
-    energies per FLOP and per byte (see the module docstring)."""
-    active: float
-    host: float
-    dynamic: float
-
-    def __post_init__(self):
-        for k in ("active", "host", "dynamic"):
-            require_float(f"power constant {k}", getattr(self, k), lo=0, hi=10)
-
-
-@functools.lru_cache(maxsize=1)
-def power_constants() -> PowerConstants:
-    """The fitted constants of ``presets/tables/energy_power.toml``."""
-    t = load_table("energy_power").get("power", {})
-    return PowerConstants(float(t["active"]), float(t["host"]), float(t["dynamic"]))
 
 
 @dataclass(frozen=True)
@@ -273,12 +253,6 @@ def predict_rows(rows=None, c: PowerConstants | None = None) -> tuple[EnergyPred
 
 def log_error(pred: float, measured: float) -> float:
     return abs(math.log(pred / measured))
-
-
-def recorded_fit() -> dict:
-    """The leave-one-device-out medians the fit script wrote beside the constants
-    (``[fit]`` of ``energy_power.toml``; ``energy_fit.fit_energy`` recomputes them)."""
-    return dict(load_table("energy_power").get("fit", {}))
 
 
 

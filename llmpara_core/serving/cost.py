@@ -13,7 +13,10 @@ so the coefficients are fitted once from ``forward_ops`` of the device's slice o
 (the sharding engine's ``_device_ops``) at a few (batch, new tokens, context) points, and an
 iteration is then a few dot products: per operator max(FLOPs / F, bytes / B) as in
 ``roofline.op_time_s``, plus kernel launches, plus the TP/PP collectives of the sharding engine
-(affine in T and L), pipeline stages combined as ``parallel.evaluation._pipeline``.
+(affine in T and L), pipeline stages combined as ``parallel.evaluation._pipeline``. FP8
+passes also meet a power wall: at least their full-rate tensor-core work / ``TENSOR_DUTY``
+long (a power roof; Choi et al., "A Roofline Model of Energy", IPDPS 2013, for the idea of a
+power cap as a third roof -- the duty itself is fitted, ``scripts/fit_tensor_duty.py``).
 
 ``IterationCost.rates_for`` is the ONE place the load-dependent rates of an iteration come from:
 the efficiency model's GEMM fraction at the iteration's tokens in flight and its per-pass cost
@@ -30,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require_float
 from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
@@ -50,6 +53,18 @@ ALLREDUCE_MODELS = ("nccl", "alpha-beta")
 # the only FP4 device with rows, so there is no leave-one-GPU-out figure; the check on another
 # source, the MLPerf v4.1 B200 rows (preview software), goes from +17 / +21 % to -16 / -13 %.
 FP4_GEMM_SHARE = 0.56
+# Power wall of FP8 passes (``IterationCost.power_walled``): the share of an iteration's time
+# a device can keep its tensor cores at their full-clock FP8 rate within its TDP; a pass with
+# more full-rate tensor work than that draws more than the TDP, so the clock drops and the pass
+# lasts at least work / duty (a power roof beside the compute and memory roofs). FP8 only: the
+# max-load rows are fast where FP8 work is compute-dense (prompt-heavy FP8 +15.3 % signed,
+# 16-bit +7.5 %, decode-heavy and balanced ~0). Fitted on the TensorRT-LLM max-load rows
+# (scripts/fit_tensor_duty.py, grid): 11.7 -> 10.4 %, signed +4.5 -> 0.0 %; leave-one-GPU-out
+# 11.7 % (unchanged: the two FP8 GPUs disagree -- H100 held out 12.9 % at the L40S's 0.38,
+# L40S 13.4 % at the H100's 0.52). Out of sample: MLPerf v4.1 35.7 -> 25.2 %, and the 1000 W
+# H200 "CTS" over the 700 W H200 per GPU: measured 1.15x, 1.20x with the wall, 1.01x without.
+# None = no wall.
+TENSOR_DUTY: float | None = 0.47
 _TP_ALL_REDUCES = ("tp_all_reduce_attn", "tp_all_reduce_ffn", "embedding_all_reduce")
 RESIDUAL_BITS = 16
 
@@ -86,7 +101,8 @@ class IterationCost:
 
     def __init__(self, model: Model, hardware: Hardware, precision: Precision,
                  plan: ParallelPlan, efficiency: Efficiency | None = None,
-                 flash_attention: bool = True, allreduce: str = "nccl"):
+                 flash_attention: bool = True, allreduce: str = "nccl",
+                 power_limit_w: float | None = None):
         if allreduce not in ALLREDUCE_MODELS:
             raise ConfigError(f"all-reduce model must be one of {', '.join(ALLREDUCE_MODELS)}")
         self.allreduce = allreduce
@@ -112,6 +128,16 @@ class IterationCost:
         self._rates = self._ctx.est_r
         self._combined = tuple(self._combine(st) for st in self.stages)
         self._bus = nccl_bus_bytes_per_s(hw)
+        self._tc = tuple(self._tensor_work(st) for st in self.stages)
+        # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
+        # H200 "CTS") moves its power wall in proportion (first order: dynamic power ~ clock)
+        self.recorder: list | None = None       # duty_fit: the parts of every pass timed
+        self.tdp_scale = 1.0
+        if power_limit_w is not None:
+            require_float("power limit", power_limit_w, lo=0, hi=1e5, lo_open=True)
+            if not hw.tdp_w:
+                raise ConfigError(f"{hw.name} has no TDP to scale its power limit from")
+            self.tdp_scale = power_limit_w / hw.tdp_w
 
     def _combine(self, st: _Stage) -> tuple[np.ndarray, np.ndarray]:
         """(effective FLOPs, effective bytes) coefficients per operator: what
@@ -131,6 +157,16 @@ class IterationCost:
             flops = flops + (st.flops - st.attention) * (1.0 / FP4_GEMM_SHARE - 1.0) \
                 + st.attention * (ratio - 1.0) / r.attention_efficiency
         return np.asarray(flops, dtype=float), np.asarray(mem, dtype=float)
+
+    def _tensor_work(self, st: _Stage) -> np.ndarray:
+        """(features,) seconds of full-rate tensor-core work per feature: GEMM FLOPs at the
+        compute type's dense peak, attention FLOPs at the attention type's (FP8 for FP4
+        checkpoints). The power wall of ``_stage_times`` keeps an iteration at least this
+        work / ``TENSOR_DUTY`` long."""
+        hw, r = self.hardware, self._rates
+        peak = hw.peak_flops_per_s(r.dtype_used)[0]
+        att_peak = hw.peak_flops_per_s(DType.FP8)[0] if r.dtype_used is DType.FP4 else peak
+        return ((st.flops - st.attention).sum(1) / peak + st.attention.sum(1) / att_peak)
 
     # ---- the one rates hook ------------------------------------------------------------------
     def rates_for(self, tokens, batch) -> tuple[np.ndarray, np.ndarray]:
@@ -240,10 +276,34 @@ class IterationCost:
         return np.maximum(times.sum(0), m * times.max(0))
 
     def _stage_times(self, i: int, F: np.ndarray, n_seqs) -> np.ndarray:
-        """Time [s] of one stage for feature rows ``F``: per operator max(FLOPs / F, bytes / B)
-        (KV reads at the KV-read efficiency, weights within the stack's streaming bound,
-        quantised and attention FLOPs at their shares: ``_combine``), kernel launches,
-        exposed collectives (TP all-reduces by NCCL's model)."""
+        """Time [s] of one stage for feature rows ``F``: the roofline time of its operators
+        (``_stage_parts``), at least its tensor-core work / the power wall's duty
+        (``TENSOR_DUTY``), plus the exposed collectives."""
+        comp, work, comm = self._stage_parts(i, F, n_seqs)
+        if self.recorder is not None:           # (compute, FP8 work, collectives) per pass
+            fp8 = self._rates.dtype_used is DType.FP8
+            self.recorder.append((comp, work if fp8 else np.zeros_like(work),
+                                  np.broadcast_to(comm, comp.shape)))
+        comp = self.power_walled(comp, work)
+        return comp + comm - np.minimum(self.plan.overlap * comm, comp)
+
+    def power_walled(self, comp: np.ndarray, work: np.ndarray,
+                     duty: float | None = None) -> np.ndarray:
+        """Compute time under the power wall: an iteration whose tensor cores would run more
+        than ``duty`` (default ``TENSOR_DUTY``, scaled by the device's power limit over its
+        preset's TDP) of its time at their full-clock rate draws more than the TDP, so the
+        clock drops until it is at least ``work / duty`` long."""
+        d = TENSOR_DUTY if duty is None else duty
+        if d is None or self._rates.dtype_used is not DType.FP8:
+            return comp
+        return np.maximum(comp, work / (d * self.tdp_scale))
+
+    def _stage_parts(self, i: int, F: np.ndarray, n_seqs):
+        """(roofline compute time, full-rate tensor-core work, collective time) [s] of stage
+        ``i`` for feature rows ``F``: per operator max(FLOPs / F, bytes / B) (KV reads at the
+        KV-read efficiency, weights within the stack's streaming bound, quantised and
+        attention FLOPs at their shares: ``_combine``), kernel launches and the per-pass cost;
+        the work of ``_tensor_work``; TP all-reduces by NCCL's model, others alpha-beta."""
         r, st = self._rates, self.stages[i]
         flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
@@ -262,7 +322,7 @@ class IterationCost:
         if st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(
                 st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus)
-        return comp + comm - np.minimum(self.plan.overlap * comm, comp)
+        return comp, F @ self._tc[i], comm
 
     def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:
         """``time_s`` of a single iteration with feature row ``f``."""

@@ -10,9 +10,11 @@ set's references; Mixtral's mixed set is not shipped, so OpenOrca's shape is sca
 means -- an assumption), times ``instances``.
 
 * Offline: every request queued at once; tokens/s over the run. The run is as long as an
-  MLPerf Offline run is for one instance: its share of the 24,576 queries (``mlperf.conf``
-  ``*.Offline.min_query_count``) or 600 s at its rate (``min_duration``), whichever is more,
-  at most 24,576 requests. (A 3,000-request run, used before, is ~10 % slower per request: its
+  MLPerf Offline run is for one instance: its share of the benchmark's minimum query count
+  (``mlperf.conf``: ``llama2-70b.Offline.min_query_count = 24576``,
+  ``mixtral-8x7b.Offline.min_query_count = 15000``) or 600 s at its rate
+  (``*.Offline.min_duration = 600000`` ms), whichever is more, at most 24,576 requests (a cap
+  on the simulation's cost: LoadGen repeats samples, so a real run has no such cap). (A 3,000-request run, used before, is ~10 % slower per request: its
   drain tail, with the batch emptying, is a large part of it.)
 * Server: the largest Poisson rate at which p99 TTFT and p99 TPOT meet the row's limits
   (``scenarios``), tokens/s at that rate = rate x mean output length. The run is as long as
@@ -45,8 +47,10 @@ from .requests import RequestSpec
 
 DATA = PRESET_DIR / "tables" / "mlperf_serving.csv"
 OFFLINE_REQUESTS = 3000         # first run; then the instance's share of a real Offline run:
-MIN_OFFLINE_QUERIES = 24576     # mlperf.conf *.Offline.min_query_count (and min_duration
-OFFLINE_CAP = 24576             # 600 s), at most the data set's 24,576 samples per instance
+# mlperf.conf <benchmark>.Offline.min_query_count (github mlcommons/inference@001712e9daf8:
+# loadgen/mlperf.conf); the run also lasts at least *.Offline.min_duration = 600 s
+MIN_OFFLINE_QUERIES = {"llama2-70b-99": 24576, "mixtral-8x7b": 15000}
+OFFLINE_CAP = 24576             # requests per simulated instance at most (simulation cost)
 SERVER_REQUESTS = 6000          # at most: a Server run lasts MLPerf's min_duration (600 s,
 MIN_DURATION_S = 600.0          # mlperf.conf) of arrivals at the max-load rate, >= 1000 requests
 MODELS = {"llama2-70b-99": "llama-2-70b", "mixtral-8x7b": "mixtral-8x7b"}
@@ -55,6 +59,11 @@ SINGLE = {"H100": "nvidia-h100-sxm", "H200": "nvidia-h200-sxm", "B200": "nvidia-
 CLUSTER = {"H100": "8x-nvidia-h100-sxm-nvlink", "H200": "8x-nvidia-h200-sxm-nvlink",
            "MI300X": "8x-amd-mi300x-infinity-fabric"}
 STACKS = {"tensorrt-llm": "tensorrt-llm", "vllm": "vllm"}
+# Systems run at another power limit than their GPU preset's TDP (the power wall of
+# ``cost.TENSOR_DUTY`` moves with it).
+POWER_LIMIT_W = {"H200-SXM-141GB-CTSx1_TRT": (
+    1000.0, "github mlcommons/inference_results_v4.1@a2f5d66d17e8:closed/NVIDIA/systems/"
+            "H200-SXM-141GB-CTSx1_TRT.json, hw_notes 'H200 TGP 1000W'")}
 
 
 @dataclass(frozen=True)
@@ -117,8 +126,10 @@ def _setup(row: MlperfRow):
         return None
     hw = load_hardware(dev)
     prec = "NVFP4" if row.precision == "NVFP4" else row.precision
+    limit = POWER_LIMIT_W.get(row.system)
     cost = IterationCost(load_model(model), hw, precision_preset(prec),
-                         ParallelPlan(tp=row.tp, pp=row.pp), efficiency_for(hw, stack))
+                         ParallelPlan(tp=row.tp, pp=row.pp), efficiency_for(hw, stack),
+                         power_limit_w=limit[0] if limit else None)
     return cost, FRAMEWORK_DEFAULTS[stack].config
 
 
@@ -136,7 +147,7 @@ def predict(row: MlperfRow, offline_requests: int = OFFLINE_REQUESTS,
         # the instance's share of an MLPerf Offline run: the larger of its share of the
         # minimum query count and MIN_DURATION_S at its rate (capped at the data set's size);
         # a short run would be dominated by its drain tail, a real one is not
-        share = max(MIN_OFFLINE_QUERIES / row.instances,
+        share = max(MIN_OFFLINE_QUERIES.get(row.benchmark, 24576) / row.instances,
                     len(res.osl) / res.makespan_s * MIN_DURATION_S)
         n_off = int(min(OFFLINE_CAP, share))
         if n_off > offline_requests:

@@ -6,7 +6,6 @@ Overview". Thin: widgets -> llmpara_core.dse / dse_nsga -> Plotly."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import numpy as np
 import pandas as pd
@@ -195,9 +194,26 @@ def scatter(s: dict, x: str, y: str, objs) -> go.Figure:
     return fig
 
 
+def infeasible_changes(sens: dse.Sensitivity, objective: str, low: float,
+                       high: float) -> list[str]:
+    """'<axis> × <m>: <reason>' for every one-axis change that leaves no valid design (the
+    gaps of :func:`tornado`)."""
+    out = []
+    for k, pairs in sens.relative(objective).items():
+        for m in (low, high):
+            if dict(pairs).get(m) is not None:
+                continue
+            i = sens.pairs.index((k, m))
+            why = "; ".join(dse_physics.REASON_TEXT.get(n, n) for n in
+                            dse_physics.reason_names(sens.evaluation.reasons[i]))
+            out.append(f"{dse_space.AXES[k].label} × {m:g}: {why}")
+    return out
+
+
 def tornado(sens: dse.Sensitivity, objective: str, low: float, high: float) -> go.Figure:
     """Change of ``objective`` [%] when one axis is multiplied by ``low`` or ``high``; an
-    infeasible change is a labelled gap (with its reason) instead of a bar."""
+    infeasible change is a gap labelled "no valid design" right of zero (its reason is in the
+    caption: in the chart it ran off a phone's screen and over the axis names)."""
     rel = sens.relative(objective)
     keys = list(rel)
     labels = [dse_space.AXES[k].label for k in keys]
@@ -214,13 +230,8 @@ def tornado(sens: dse.Sensitivity, objective: str, low: float, high: float) -> g
                              hovertemplate="%{y}: %{x:+.3g} %<extra>× " + f"{m:g}</extra>"))
         for k, lab, v in zip(keys, labels, vals):
             if v is None:
-                i = sens.pairs.index((k, m))
-                why = "; ".join(dse_physics.REASON_TEXT.get(n, n) for n in
-                                dse_physics.reason_names(sens.evaluation.reasons[i]))
-                # wrapped: on one line the reason ran off a phone's screen
-                text = "<br>".join(textwrap.wrap(f"× {m:g}: no valid design ({why})", 30))
-                fig.add_annotation(y=lab, x=0, text=text, align="left" if m > 1 else "right",
-                                   showarrow=False, xanchor="left" if m > 1 else "right",
+                fig.add_annotation(y=lab, x=0, text=f"× {m:g}: no valid design",
+                                   showarrow=False, xanchor="left", xshift=4,
                                    yshift=10 if m > 1 else -10, font=dict(size=11))
     fig.update_layout(barmode="group", height=140 + 60 * max(1, len(keys)),
                       margin=dict(l=10, r=40, t=30, b=10), legend=dict(orientation="h", y=1.12))
@@ -482,6 +493,8 @@ def sensitivity_section(ctx, point: dict) -> None:
                     config=chart_config("design-sensitivity"))
     st.caption("One axis at a time, the others held; a missing bar = that change makes the design "
                "infeasible. Derived TDP and price follow the changed design.")
+    for line in infeasible_changes(sens, t_obj, low, high):
+        st.caption("No valid design: " + escape_md(line))
 
 
 def results(objs: tuple) -> None:

@@ -104,7 +104,9 @@ regions = [r.key for r in grid_regions()]
 with st.expander("Assumptions (energy model, grid, TCO)", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
     with c1:
-        model_kind = url_segmented("Energy model", ["auto", "power", "components",
+        # a select (its values stay the link's): four segments ran past this
+        # quarter-width column (cut off at 1440 px)
+        model_kind = url_selectbox("Energy model", ["auto", "power", "components",
                                                     "tdp-fraction"], key="m_model",
                                    default="auto",
                                    help="Power: a busy device draws a fitted share of its "

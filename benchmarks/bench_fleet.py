@@ -13,7 +13,8 @@
    is what the plan takes on as many idle cores.
 2. The survivors the plan simulated (``--survivors`` of them, default all; fewer are taken
    evenly spread over the list), each one Ray task (``evaluate_candidate`` with the plan's own
-   replica cap), on a local Ray with 1 CPU and then with 2 CPUs: wall time of each (median of
+   replica cap), on a local Ray with 1 CPU and with 2 CPUs, the runs interleaved (1, 2, 1, 2,
+   ...) so that a change of the machine's load falls on both: wall time of each (median of
    ``--runs``, Ray started and warmed up outside the timed region), the CPU time the tasks
    took (summed inside the workers) and the speed-up. Target: >= 1.7x.
 
@@ -68,21 +69,21 @@ def timed_evaluate(task):
     return time.process_time() - c0, out
 
 
-def bench_ray(tasks, cpus: int, runs: int) -> list[float]:
+def bench_ray(tasks, cpus: int, run: int) -> float:
+    """One timed pass of ``tasks`` on a local Ray of ``cpus`` CPUs (started and warmed up
+    outside the timed region, shut down after)."""
     ex = RayExecutor(cpus)
     try:
         list(ex.map_unordered(timed_evaluate, tasks[:cpus]))        # warm the workers
-        times = []
-        for i in range(runs):
-            before = load()
-            t0 = time.perf_counter()
-            out = list(ex.map_unordered(timed_evaluate, tasks))
-            times.append(time.perf_counter() - t0)
-            assert len(out) == len(tasks)
-            print(f"  Ray {cpus} CPU run {i + 1}: {times[-1]:.1f} s wall, "
-                  f"{sum(c for c, _ in out):.1f} CPU-s in the tasks ({before} -> {load()})",
-                  flush=True)
-        return times
+        before = load()
+        t0 = time.perf_counter()
+        out = list(ex.map_unordered(timed_evaluate, tasks))
+        wall = time.perf_counter() - t0
+        assert len(out) == len(tasks)
+        print(f"  Ray {cpus} CPU run {run}: {wall:.1f} s wall, "
+              f"{sum(c for c, _ in out):.1f} CPU-s in the tasks ({before} -> {load()})",
+              flush=True)
+        return wall
     finally:
         ex.close()
 
@@ -136,8 +137,10 @@ def main() -> None:
         step = len(tasks) / args.survivors
         tasks = [tasks[int(i * step)] for i in range(args.survivors)]
     print(f"Ray: {len(tasks)} survivors, one task each")
-    one = bench_ray(tasks, 1, args.runs)
-    two = bench_ray(tasks, 2, args.runs)
+    one, two = [], []
+    for i in range(1, args.runs + 1):        # interleaved: a load change hits both alike
+        one.append(bench_ray(tasks, 1, i))
+        two.append(bench_ray(tasks, 2, i))
     m1, m2 = statistics.median(one), statistics.median(two)
     print(f"Ray 1 CPU: median {m1:.1f} s; Ray 2 CPUs: median {m2:.1f} s; speed-up "
           f"{m1 / m2:.2f}x (target >= 1.7x)")

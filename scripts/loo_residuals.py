@@ -54,7 +54,11 @@ def rows_of(predictions) -> list[dict]:
 
 def read_rows(path: Path) -> list[dict]:
     with path.open(newline="", encoding="utf-8") as f:
-        return [{**r, "error": float(r["error"])} for r in csv.DictReader(f)]
+        reader = csv.DictReader(f)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"no column {', '.join(missing)} (write it with --out)")
+        return [{**r, "error": float(r["error"])} for r in reader]
 
 
 def print_groups(rows: list[dict], regime: str | None, cls: str | None) -> None:
@@ -87,7 +91,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cls", help="rows of one hardware class (e.g. datacenter-gpu)")
     args = ap.parse_args(argv)
     if args.src:
-        rows = read_rows(args.src)
+        try:
+            rows = read_rows(args.src)
+        except (OSError, UnicodeDecodeError, ValueError, TypeError) as e:
+            print(f"loo_residuals: cannot read {args.src}: {e}", file=sys.stderr)
+            return 2
     else:
         measured, skipped = validation.read_shipped()
         mapped, _ = validation.map_all(measured, skipped)

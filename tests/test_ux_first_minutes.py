@@ -270,3 +270,20 @@ def test_compare_charts_never_leave_a_domain_to_an_empty_first_draw():
     turned = at.dataframe[1].value
     assert list(turned.columns) == ["quantity", "1", "2"]
     assert "TPOT (ms)" in list(turned["quantity"]) and not turned.isna().any().any()
+
+
+def test_design_sensitivity_names_infeasible_changes_below_the_chart():
+    """A change that leaves no valid design: a short label right of zero in the chart (its
+    reason ran off a phone's screen and over the axis names), the reason in a caption."""
+    import json
+    at = open_page("app_pages/design_space_page.py")
+    _clean(at, "design space")
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    tornado = next(f for f in figs if f["layout"].get("barmode") == "group")
+    notes = [a for a in tornado["layout"].get("annotations", [])
+             if "no valid design" in a.get("text", "")]
+    captions = [c.value.replace("\\", "") for c in at.caption
+                if c.value.startswith("No valid design: ")]
+    assert notes and len(notes) == len(captions), (notes, captions)
+    assert all(a["xanchor"] == "left" and len(a["text"]) <= 26 for a in notes), notes
+    assert all(" × " in c and len(c.split(": ", 2)) == 3 for c in captions), captions

@@ -151,10 +151,11 @@ KERNEL_PLANS = {"gpt-fast": {"k_proj": 0.0, "v_proj": 0.0, "ffn_gate_up": 2.0,
 # and the rows map to the stock preset. Modelled (chunks of 512 tokens, one chunk's pass
 # plus one chunk per slowest stage), the layer-split rows, already off by their rig, went from
 # too slow to too fast: prefill in sample 7.0 -> 8.6 % (consumer GPUs 14.0 -> 18.0 %,
-# datacenter 12.8 -> 11.2 %); held out -- each layer-split row's held-out prediction scaled by
-# its in-sample ratio with and without the pipeline, the class values being fitted on single-
-# device rows only -- 8.8 -> 11.0 % (consumer 16.2 -> 19.5 %, datacenter 23.7 -> 21.3 %). It
-# needs the rigs' power caps in the rows and a clock-under-power-cap rule for GEMMs first.
+# datacenter 12.8 -> 11.2 %); held out (the folds of the seven devices with layer-split
+# prefill rows rerun with the pipeline: scripts/loo_residuals.py --device ...) 8.8 -> 11.0 %
+# (consumer 16.2 -> 19.5 %, datacenter 23.7 -> 21.3 %; the layer-split rows 16.3 -> 31.6 %
+# and 41.6 -> 46.3 %). It needs the rigs' power caps in the rows and a clock-under-power-cap
+# rule for GEMMs first.
 # Host work per sequence per pass that a stack's overlap scheduler hides behind the GPU in plain
 # decoding and that its speculative modes pay serially (``Efficiency.spec_host_seq_s``). Cited,
 # not fitted: the one published batch sweep fits alpha on its smallest batch, and two rows

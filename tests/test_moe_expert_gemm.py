@@ -121,3 +121,13 @@ def test_fast_path_matches_analysis():
     fast = PhaseArrays.of(ideal.prefill).time_s(pre_r, MOE32.moe)
     assert fast == pytest.approx(rep.estimated.ttft_s, rel=1e-9)
     assert fast > PhaseArrays.of(ideal.prefill).time_s(pre_r)    # without the expert rows' M
+
+
+def test_single_device_plan_matches_analysis():
+    """The parallel evaluator at TP1/PP1 times the expert GEMMs as the kernel does."""
+    from llmpara_core import parallel as P
+    wl = Workload(batch=4, prompt_len=2048, gen_len=8)
+    a = analyze(MOE32, HW, FP16, wl)
+    r = P.shard_analyze(MOE32, HW, FP16, wl, P.ParallelPlan())
+    assert r.estimated.ttft_s == pytest.approx(a.estimated.ttft_s, rel=1e-12)
+    assert r.estimated.tpot_s == pytest.approx(a.estimated.tpot_s, rel=1e-12)

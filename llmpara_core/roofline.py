@@ -39,7 +39,7 @@ class Rates:
     quant_weight_limit_bytes_per_s: float = 0.0  # quantised weights (0 = no limit)
     kernel_plan: tuple = ()              # the stack's launches per operator (Efficiency)
     quant_compute: float = 1.0           # quantised-weight GEMMs run at this multiple of flops_per_s
-    gemm_half_tokens: float = 0.0        # Efficiency.gemm_half_tokens behind flops_per_s
+    gemm_half_tokens: float = 0.0        # half-point of the expert GEMMs' curve (expert_curve_tokens)
     tokens_in_flight: float | None = None  # rows per GEMM flops_per_s was set for (gemm_rows)
 
     def weight_excess(self) -> tuple[float, float]:
@@ -70,13 +70,13 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
     bw = hardware.memory_bandwidth_bytes_per_s * eff.memory
-    curve = estimated and eff.gemm_half_tokens > 0      # the rows matter only on a GEMM curve
+    curve = estimated and eff.expert_curve_tokens > 0   # the rows matter only on a GEMM curve
     return Rates(peak * eff.compute_at(tokens_in_flight), bw,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
                  eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                  *weight_stream_limits(hardware, eff), eff.kernel_plan,
-                 eff.quant_compute * quant_ratio, eff.gemm_half_tokens if curve else 0.0,
+                 eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
                  eff.gemm_rows(tokens_in_flight) if curve else None)
 
 

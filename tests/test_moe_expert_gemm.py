@@ -131,3 +131,25 @@ def test_single_device_plan_matches_analysis():
     r = P.shard_analyze(MOE32, HW, FP16, wl, P.ParallelPlan())
     assert r.estimated.ttft_s == pytest.approx(a.estimated.ttft_s, rel=1e-12)
     assert r.estimated.tpot_s == pytest.approx(a.estimated.tpot_s, rel=1e-12)
+
+
+def test_expert_only_curve_leaves_dense_gemms_flat():
+    """``expert_half_tokens`` (llama.cpp's fitted class value): routed-expert GEMMs on the
+    curve, dense GEMMs and batch-1 decode exactly as without it."""
+    flat = replace(EFF, gemm_half_tokens=0.0)
+    curved = replace(flat, expert_half_tokens=HALF)
+    wl = Workload(batch=1, prompt_len=4096, gen_len=4)
+    for model in (LLAMA3_8B, MOE32):
+        a = analyze(model, replace(HW, efficiency=flat), FP16, wl)
+        b = analyze(model, replace(HW, efficiency=curved), FP16, wl)
+        assert b.estimated.tpot_s == a.estimated.tpot_s            # batch 1: one row each
+        if model.moe is None:
+            assert b.estimated.ttft_s == a.estimated.ttft_s
+        else:
+            assert b.estimated.ttft_s > a.estimated.ttft_s
+    ubatch = replace(curved, prompt_ubatch_tokens=512.0)            # micro-batches of 512
+    r = rates(replace(HW, efficiency=ubatch), FP16.compute_dtype, True, tokens_in_flight=4096)
+    assert r.tokens_in_flight == 512
+    assert expert_flops_factor(r, MOE32.moe) > expert_flops_factor(
+        rates(replace(HW, efficiency=curved), FP16.compute_dtype, True, tokens_in_flight=4096),
+        MOE32.moe)

@@ -252,6 +252,8 @@ class FrameworkProfile:
                       quant_gemm_int8=self.quant_gemm_int8,
                       prompt_ubatch_tokens=(eff.prompt_ubatch_tokens
                                             if self.name in UBATCH_STACKS else 0.0),
+                      expert_half_tokens=(eff.expert_half_tokens
+                                          if self.name in UBATCH_STACKS else 0.0),
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         plan = tuple(sorted(KERNEL_PLANS.get(self.name, {}).items()))
@@ -594,6 +596,8 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"attention_compute = {_fmt(e.attention_compute)}"]
         if e.gemm_half_tokens > 0:
             lines.append(f"gemm_half_tokens = {_fmt(e.gemm_half_tokens)}")
+        if e.expert_half_tokens > 0:
+            lines.append(f"expert_half_tokens = {_fmt(e.expert_half_tokens)}")
         if e.prompt_ubatch_tokens > 0:
             lines.append(f"prompt_ubatch_tokens = {_fmt(e.prompt_ubatch_tokens)}")
         lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]

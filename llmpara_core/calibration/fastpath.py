@@ -93,7 +93,7 @@ class RowFeatures:
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                      *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
-                     eff.quant_compute * ratio, eff.gemm_half_tokens, eff.gemm_rows(tokens))
+                     eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens))
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload

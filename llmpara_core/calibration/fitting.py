@@ -68,10 +68,12 @@ ATTENTION_START = 0.15
 # device's prefill rows can be off by 10x (an A100 SXM notebook's F16 prompts at 3 % of peak),
 # and with one device they would set the class alone.
 MIN_PREFILL_DEVICES = 2
-# A class's GEMM half-saturation in rows (``Efficiency.gemm_half_tokens``) is fitted where its
-# prefill rows include mixture-of-experts prompts on MIN_PREFILL_DEVICES devices
+# A class's half-saturation in rows of its routed-expert GEMMs (``Efficiency.
+# expert_half_tokens``; its dense GEMMs stay flat: a GEMM curve on them made batch-1 decode
+# compute-bound and raised the held-out batch-1 error 5.6 -> 6.5 %) is fitted where its prefill
+# rows include mixture-of-experts prompts on MIN_PREFILL_DEVICES devices
 # (``moe_prefill_devices``), from GEMM_HALF_START within GEMM_HALF_BOUNDS (the stack fits'
-# range, ``stack_fit.BATCHED_PARAMS``); other classes keep 0 (no M dependence).
+# range, ``stack_fit.BATCHED_PARAMS``); other classes keep 0.
 GEMM_HALF_START = 32.0
 GEMM_HALF_BOUNDS = (1.0, 4096.0)
 REFERENCE_FRAMEWORK = "llama.cpp"
@@ -138,9 +140,9 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
             overhead_s: float | None, fit_quant: bool = False,
             fit_half: bool = False) -> Efficiency:
     half = (float(np.clip(math.exp(x[-1]), *GEMM_HALF_BOUNDS)) if fit_half
-            else base.gemm_half_tokens)
+            else base.expert_half_tokens)
     return Efficiency(compute=_sigmoid(x[3]) if fit_compute else base.compute,
-                      gemm_half_tokens=half,
+                      gemm_half_tokens=base.gemm_half_tokens, expert_half_tokens=half,
                       memory=_sigmoid(x[0]),
                       kernel_overhead_s=(math.exp(x[1]) * S_PER_US if overhead_s is None
                                          else overhead_s),
@@ -595,7 +597,7 @@ def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:
     if donor is not None and counts.get(donor):
         d = classes[donor]
         start = replace(start, compute=d.compute, attention_compute=d.attention_compute,
-                        quant_compute=d.quant_compute, gemm_half_tokens=d.gemm_half_tokens)
+                        quant_compute=d.quant_compute, expert_half_tokens=d.expert_half_tokens)
     return start
 
 

@@ -200,8 +200,8 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
     x = descend(ATTENTION_START if fit_compute else base.attention_compute)
     if not fit_half:
         return _unpack(x, base, fit_compute, overhead_s, fit_quant)
-    # then the GEMM curve (compute, attention, quantised fraction and the half-saturation
-    # rows) with the decode values held: the MoE prompts' few rows move the GEMM curve, not
+    # then the GEMM fractions (compute, attention, quantised) and the experts' half-saturation
+    # rows, with the decode values held: the MoE prompts' few rows move the GEMM curve, not
     # the bandwidth, overhead and KV-read fractions the batch-1 rows pin
     gemm = list(range(3, len(x)))
     full = np.append(x, math.log(GEMM_HALF_START))
@@ -217,8 +217,7 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
 def moe_prefill_devices(prefill: list[Mapped]) -> set[str]:
     """Devices with prefill rows of a mixture-of-experts model: their routed experts run
     GEMMs of T x top-k / experts touched rows (``roofline.expert_flops_factor``), so the rows
-    pin the GEMM half-saturation ``gemm_half_tokens`` that the dense prompts (512+ rows per
-    GEMM) leave flat."""
+    pin the experts' GEMM half-saturation ``expert_half_tokens``."""
     return {r.hardware.slug for r in prefill if r.model.moe is not None}
 
 

@@ -24,15 +24,20 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
-def test_serving_maxload_regime_reports_per_gpu_and_per_tp():
-    code, out, err = run("--regime", "serving-maxload", "--sample", "40", "--requests", "200",
-                         "--format", "json")
+def summary_of(*argv):
+    """Run ``validate`` with ``argv`` in JSON; check it answers and that its median is the
+    rows' own. Returns (summary, the rows' errors)."""
+    code, out, err = run(*argv, "--format", "json")
     assert code == 0, err
     d = json.loads(out)
-    s = d["summary"]
     errs = [r["error"] for r in d["rows"] if r["error"] is not None]
+    assert d["summary"]["median_abs_error"] == pytest.approx(median(abs(e) for e in errs))
+    return d["summary"], errs
+
+
+def test_serving_maxload_regime_reports_per_gpu_and_per_tp():
+    s, errs = summary_of("--regime", "serving-maxload", "--sample", "40", "--requests", "200")
     assert s["rows"] == len(errs) > 20
-    assert s["median_abs_error"] == pytest.approx(median(abs(e) for e in errs))
     assert set(s["per_tp"]) >= {"1", "2", "4"} and set(s["per_gpu"])
     code, out, err = run("--regime", "serving-maxload", "--sample", "40", "--requests", "200",
                          "--loo", "--pooled", "--format", "json")
@@ -125,14 +130,8 @@ def test_moe_expert_gemms_run_at_their_own_token_counts(monkeypatch):
 
 
 def test_mlperf_regime_reports_per_scenario_and_per_gpu():
-    code, out, err = run("--regime", "mlperf", "--sample", "9", "--requests", "200",
-                         "--format", "json")
-    assert code == 0, err
-    d = json.loads(out)
-    s = d["summary"]
-    errs = [r["error"] for r in d["rows"] if r["error"] is not None]
+    s, errs = summary_of("--regime", "mlperf", "--sample", "9", "--requests", "200")
     assert s["rows"] == len(errs) == 3
-    assert s["median_abs_error"] == pytest.approx(median(abs(e) for e in errs))
     assert sum(v["rows"] for v in s["per_gpu"].values()) == 3
 
 

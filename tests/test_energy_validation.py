@@ -252,3 +252,22 @@ def test_cli_metrics_energy_model(capsys):
     assert dev["auto"]["j_per_token"] == dev["power"]["j_per_token"]
     assert dev["components"]["j_per_token"] != pytest.approx(dev["power"]["j_per_token"],
                                                              rel=1e-3)
+
+
+def test_power_model_says_when_the_run_would_exceed_the_tdp():
+    """At a large batch the fitted busy power (the whole idle-to-TDP range plus the FLOP and
+    byte energies) is over the TDP: the report says the capped device runs longer; at batch 1
+    (host waits at low power) it stays under and says nothing."""
+    from llmpara_core.analysis import analyze
+    from llmpara_core.metrics.energy import energy_report
+    from llmpara_core.precision import precision_preset
+    from llmpara_core.presets import load_hardware, load_model
+    from llmpara_core.workload import Workload
+    hw = load_hardware("nvidia-h100-sxm")
+    notes = {}
+    for batch in (1, 256):
+        e = energy_report(analyze(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
+                                  Workload(batch=batch, prompt_len=512, gen_len=256)), model="power")
+        notes[batch] = (e.avg_power_w, [n for n in e.assumptions if "power cap" in n])
+    assert notes[1][0] <= hw.tdp_w and not notes[1][1]
+    assert notes[256][0] > hw.tdp_w and len(notes[256][1]) == 1

@@ -43,7 +43,7 @@ token, and the time is the roofline time of the operator, not FLOPs / peak.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -54,7 +54,8 @@ from .energy_params import (EnergyParams, class_entry, device_entry, energy_para
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..operators import OpKind
-from ..roofline import Rates, rates
+from ..roofline import Rates, launches, rates
+from .power_model import power_constants, recorded_fit
 
 MODELS = ("components", "tdp-fraction", "power")
 # "auto": the fitted power model where the device has a TDP and an idle power (the model
@@ -103,6 +104,11 @@ def op_energy(row: OpRow, p: EnergyParams) -> OpEnergy:
     return OpEnergy(row.phase, row.name, row.kind, row.group, row.flops, row.memory_bytes,
                     row.estimated_s, row.flops * p.flop_j, mem_j,
                     row.comm_bytes * p.link_j_per_byte, p.static_w * row.estimated_s)
+
+
+def op_launch_s(row, r: Rates) -> float:
+    """Time of an operator row's kernel launches (host dispatch, no kernel running) [s]."""
+    return launches(row.count, False, r, row.name) * r.kernel_overhead_s
 
 
 def power_op_energy(row: OpRow, p: EnergyParams, busy_w: float, host_w: float,
@@ -254,7 +260,6 @@ def resolve_energy_model(model: str, hardware: Hardware, params: EnergyParams) -
 
 
 def _power_fit_note() -> str:
-    from .power_model import recorded_fit
     f = recorded_fit()
     try:
         return (f"{float(f['batched']):.1%} batched, {float(f['batch_1']):.1%} at batch 1 "
@@ -280,19 +285,16 @@ def energy_report(report: Report, params: EnergyParams | None = None,
         fn = lambda r: op_energy(r, p)   # noqa: E731
         used_alpha = None
     elif model == "power":
-        from .power_model import power_constants
         c, tdp = power_constants(), report.hardware.tdp_w
         if tdp is None or p.idle_w is None:
             raise ConfigError(f"{report.hardware.name}: the power model needs a TDP and an "
                               f"idle power (choose the component model)")
         busy_w = p.idle_w + (tdp - p.idle_w) * c.active
         host_w = p.idle_w + (tdp - p.idle_w) * c.host
-        from ..roofline import launches
 
         def fn(r):
             rr = pre_r if r.phase == "prefill" else dec_r
-            launch_s = launches(r.count, False, rr, r.name) * rr.kernel_overhead_s
-            return power_op_energy(r, p, busy_w, host_w, c.dynamic, launch_s)
+            return power_op_energy(r, p, busy_w, host_w, c.dynamic, op_launch_s(r, rr))
         used_alpha = None
         notes = [f"power model (presets/tables/energy_power.toml, fitted on the batched "
                  f"ML.ENERGY rows): busy {busy_w:.3g} W + {c.dynamic:g} x technology energies, "
@@ -324,12 +326,19 @@ def energy_report(report: Report, params: EnergyParams | None = None,
         notes.append(f"the stack's per-pass fixed time ({dec_r.pass_overhead_s * 1e3:.3g} ms "
                      f"per decode step: scheduler, sampling, host sync) is drawn at "
                      f"{fixed_w:.3g} W ({drawn})")
-    return EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
-                        tuple(fn(r) for r in report.decode.rows), report.decode_steps,
-                        wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes),
-                        pre_fixed, dec_r.pass_overhead_s, fixed_w,
-                        busy_w if model == "power" else None,
-                        c.dynamic if model == "power" else 1.0)
+    e = EnergyReport(model, p, tuple(fn(r) for r in report.prefill.rows),
+                     tuple(fn(r) for r in report.decode.rows), report.decode_steps,
+                     wl.batch, wl.prompt_len, wl.gen_len, used_alpha, tuple(notes),
+                     pre_fixed, dec_r.pass_overhead_s, fixed_w,
+                     busy_w if model == "power" else None,
+                     c.dynamic if model == "power" else 1.0)
+    if model == "power" and (e.avg_power_w or 0.0) > tdp:
+        # the validation's power cap: the clock drops, the same energy takes longer
+        e = replace(e, assumptions=e.assumptions + (
+            f"the run would draw {e.avg_power_w:.4g} W on average, over the {tdp:g} W TDP: "
+            f"under its power cap the device runs about {e.avg_power_w / tdp:.3g}x longer for "
+            f"the same energy (times and tokens/s here are the uncapped ones)",))
+    return e
 
 
 def estimated_rates(report: Report) -> Rates:

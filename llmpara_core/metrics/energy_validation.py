@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..error_stats import error_stats as _stats
 from ..errors import ConfigError
-from .energy import EnergyMeasurement, energy_params, read_energy_measurements
+from .energy import EnergyMeasurement, energy_params, op_launch_s, read_energy_measurements
 from .power_model import PowerConstants, power_constants, recorded_fit  # noqa: F401
 
 DATA = Path(__file__).resolve().parents[2] / "presets" / "tables" / "energy_measurements.csv"
@@ -157,8 +157,7 @@ def _interconnect(hw, n: int):
 
 def _launch_s(rows, r) -> float:
     """Fixed cost of a pass's kernel launches (host dispatch; no kernel running)."""
-    from ..roofline import launches
-    return sum(launches(o.count, False, r, o.name) for o in rows) * r.kernel_overhead_s
+    return sum(op_launch_s(o, r) for o in rows)
 
 
 def row_work(m: EnergyMeasurement) -> RowWork:

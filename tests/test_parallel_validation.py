@@ -8,7 +8,7 @@ from statistics import median
 
 import pytest
 
-from llmpara_core.calibration import tp_measurements as P
+from llmpara_core.calibration import tp_measurements as P, tp_validation as V
 from llmpara_core.errors import ConfigError
 
 CSV = Path(__file__).resolve().parent / "data" / "tp_measurements.csv"
@@ -126,7 +126,7 @@ def test_cli_tp_regime_prints_the_comparison_summary(comparisons, capsys):
     from llmpara_core.cli import main
     assert main(["validate", "--regime", "tp", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    s = P.tp_error_summary(comparisons)
+    s = V.tp_error_summary(comparisons)
     assert d["loo"] is False and d["summary"] == s and len(d["rows"]) == len(comparisons)
     assert s["median_abs_error"] == median(abs(c.error) for c in comparisons)
     assert set(s["per_framework"]) == {"gpt-fast", "FasterTransformer"}
@@ -151,16 +151,16 @@ def test_held_out_series_never_sees_its_own_rows():
     (and gpt-fast's, fitted on decode rows) keep their shipped predictions."""
     from dataclasses import replace as rep
     table = P.load_tp_measurements()
-    assert P.tp_fitted_stacks() == ("fastertransformer",)
+    assert V.tp_fitted_stacks() == ("fastertransformer",)
     ft = sorted({P.series_label(table, r) for r in table.rows
                  if table.setups[r.setup].framework == "FasterTransformer"})
     held = ft[0]
     base = {c.measurement.row_id: c for c in P.compare_tp_measurements(table)}
-    a = P.held_out_comparisons(table, only_series={held})
+    a = V.held_out_comparisons(table, only_series={held})
     scaled = rep(table, rows=tuple(rep(r, value=r.value * 1.5)
                                    if P.series_label(table, r) == held else r
                                    for r in table.rows))
-    b = P.held_out_comparisons(scaled, only_series={held})
+    b = V.held_out_comparisons(scaled, only_series={held})
     for x, y in zip(a, b):
         if x.series == held:
             assert x.predicted_tokens_per_s == pytest.approx(y.predicted_tokens_per_s, rel=1e-9)

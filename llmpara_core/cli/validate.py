@@ -247,7 +247,7 @@ def _run_tp(args) -> None:
         if given:
             raise ConfigError(f"{flag} does not apply to --regime tp (it validates the shipped "
                               "tensor-parallel series)")
-    from ..calibration import tp_measurements as tpm
+    from ..calibration import tp_validation as tpm
     fitted = ", ".join(tpm.tp_fitted_stacks()) or "none"
     if args.loo:
         comps = tpm.held_out_comparisons()

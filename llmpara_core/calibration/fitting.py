@@ -50,7 +50,7 @@ from ..units import S_PER_US
 from .measurements import (Mapped, efficiency_class, lacks_tensor_peak,  # noqa: F401
                            metric_value, timings)
 from .stack_fit import (BORROW_KERNELS, _borrowed, fit_energy_profiles,  # noqa: F401
-                        fit_framework, fit_tp_profiles, predictor)
+                        choose_shrink, fit_framework, fit_tp_profiles, predictor)
 
 # A class or memory technology is fitted where its batch-1 decode rows pin its values: six rows
 # (model sizes and decode lengths varying) on at least one device. Fitting on one device is
@@ -545,7 +545,11 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
                 by_fw[r.framework].append(r)
         for name in FRAMEWORKS:
             if name in by_fw and name not in BORROW_KERNELS and (only is None or name in only):
-                fws[name] = fit_framework(name, by_fw[name], table)
+                lam = choose_shrink(name, by_fw[name], table)
+                prof = fit_framework(name, by_fw[name], table, shrink=lam)
+                fws[name] = replace(prof, note="; ".join(
+                    x for x in (prof.note, f"batch-1 shrinkage {lam:g} (chosen by "
+                                "leave-one-device-out over its devices)" if lam else "") if x))
                 table = replace(table, frameworks=dict(fws))
         for name, donor in BORROW_KERNELS.items():
             if only is None or name in only or donor in only:

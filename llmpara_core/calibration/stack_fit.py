@@ -53,6 +53,13 @@ FUSED_ATTENTION_COMPUTE = 0.8
 BORROW_KERNELS = {"vllm": "tensorrt-llm", "sglang": "tensorrt-llm",
                   "vllm-legacy": "tensorrt-llm"}
 KERNEL_FIELDS = ("memory", "compute", "gemm_half_tokens", "kv_read", "attention_compute")
+# Shrinkage of a stack's batch-1 values (log memory / overhead scale, log cost per quantised
+# matmul) towards the reference stack's (0): a prior lambda / devices x sum(x ** 2) on top of
+# ``PRIOR_WEIGHT``, so values pinned by few devices move less. lambda is chosen per stack from
+# SHRINK_GRID by leave-one-device-out over the stack's own training devices
+# (``choose_shrink``: nested inside any outer fold, it never sees a held-out device); a stack
+# measured on fewer than two devices keeps 0.
+SHRINK_GRID = (0.0, 0.003, 0.01, 0.03, 0.1, 0.3)
 OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 
 
@@ -90,12 +97,13 @@ def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
 
 
 def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
-                  kernels: dict | None = None) -> FrameworkProfile:
+                  kernels: dict | None = None, shrink: float = 0.0) -> FrameworkProfile:
     """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows (and
     its ``act_quant_kernels`` where they mix quantised and native weights), compute scale on
     its prefill/TTFT rows, and its batched-regime values on its
     single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
-    kernel values borrowed from another stack: only the per-pass costs are fitted."""
+    kernel values borrowed from another stack: only the per-pass costs are fitted. ``shrink``
+    = lambda of the batch-1 shrinkage (``SHRINK_GRID``)."""
     label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
     prof = FrameworkProfile(name, label, native_kernels=native,
                             kv_per_query_head=name in KV_PER_QUERY_HEAD,
@@ -126,7 +134,11 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
             s, a = scales(x)
             t = _with(table, replace(prof, **s, absolute={**prof.absolute, **a}))
             return [t.efficiency_for(r.hardware, name) for r in decode]
-        s, a = scales(_fit(decode, effs, np.zeros(n), 60 * n))
+        weight = PRIOR_WEIGHT + shrink / len({r.hardware.slug for r in decode})
+
+        def prior(x) -> float:
+            return weight * float(np.sum(np.square(x)))
+        s, a = scales(_fit(decode, effs, np.zeros(n), 60 * n, prior=prior))
         prof = replace(prof, **s, absolute={**prof.absolute, **a})
         used += len(decode)
     if len(other) >= MIN_FRAMEWORK_ROWS:
@@ -147,6 +159,32 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
         used += len(batched)
     note = "" if used else "too few measurements: reference values"
     return replace(prof, rows=used, note=note)
+
+
+def choose_shrink(name: str, rows: list[Mapped], table: EfficiencyTable) -> float:
+    """lambda of ``SHRINK_GRID`` with the lowest median |error| of stack ``name``'s batch-1
+    rows when each of its devices (presets of one chip together) is predicted by the stack
+    fitted on its other devices' batch-1 rows; ties go to the smaller. 0 with fewer than two
+    devices."""
+    from .fitting import device_key
+    from .measurements import predict_all
+    decode = [r for r in rows if regime(r) == "batch-1"]
+    keys = sorted({device_key(r.hardware) for r in decode}, key=repr)
+    if len(keys) < 2:
+        return 0.0
+    best = None
+    for lam in SHRINK_GRID:
+        errs = []
+        for k in keys:
+            train = [r for r in decode if device_key(r.hardware) != k]
+            if len(train) < MIN_FRAMEWORK_ROWS:
+                continue
+            prof = fit_framework(name, train, table, shrink=lam)
+            errs += [abs(p.error) for p in predict_all(
+                [r for r in decode if device_key(r.hardware) == k], _with(table, prof))[0]]
+        if errs and (best is None or float(np.median(errs)) < best[0] - 1e-12):
+            best = (float(np.median(errs)), lam)
+    return best[1] if best else 0.0
 
 
 def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,

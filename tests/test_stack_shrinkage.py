@@ -1,0 +1,56 @@
+"""Stack profiles fitted on few devices shrink towards the reference stack's values, with a
+strength chosen by leave-one-device-out over the stack's own devices (issue 27)."""
+
+from dataclasses import replace
+
+import pytest
+
+from llmpara_core import calibration
+from llmpara_core.calibration import measurements as validation
+from llmpara_core.calibration.efficiency import FrameworkProfile
+from llmpara_core.calibration.fastpath import features
+from llmpara_core.calibration.stack_fit import SHRINK_GRID, choose_shrink, fit_framework
+
+
+@pytest.fixture(scope="module")
+def exl():
+    rows, skipped = validation.read_shipped()
+    mapped, _ = validation.map_all(rows, skipped)
+    rs = [r for r in mapped if r.framework == "exllamav2" and r.devices == 1
+          and validation.regime(r) == "batch-1"]
+    assert len({r.hardware.slug for r in rs}) == 2
+    return rs, calibration.default_table()
+
+
+def _made(rows, table, scale_of):
+    """The rows remade by the core under a profile whose bandwidth scale depends on the device."""
+    out = []
+    for r in rows:
+        prof = FrameworkProfile("exllamav2", "ExLlamaV2", memory_scale=scale_of(r.hardware.slug))
+        t = replace(table, frameworks={**table.frameworks, "exllamav2": prof})
+        value = features(r).predict(t.efficiency_for(r.hardware, "exllamav2"))
+        out.append(replace(r, measurement=replace(r.measurement, value=value)))
+    return out
+
+
+def test_one_device_is_not_shrunk(exl):
+    rows, table = exl
+    one = [r for r in rows if r.hardware.slug == rows[0].hardware.slug]
+    assert choose_shrink("exllamav2", one, table) == 0.0
+
+
+def test_devices_that_disagree_are_shrunk_and_agreeing_ones_are_not(exl):
+    rows, table = exl
+    first = sorted({r.hardware.slug for r in rows})[0]
+    # each device predicted from the other is far off (scale 1.05 vs 0.5; above about 1.1 the
+    # bandwidth fraction reaches its cap of 1); the reference value (1) lies between them, so
+    # the strongest shrinkage predicts each best
+    apart = _made(rows, table, lambda s: 1.05 if s == first else 0.5)
+    assert choose_shrink("exllamav2", apart, table) == max(SHRINK_GRID)
+    # both at 0.7: the other device predicts each (nearly: the fit's fast path vs the full
+    # core) without shrinkage, so at most a weak one is chosen
+    same = _made(rows, table, lambda s: 0.7)
+    assert choose_shrink("exllamav2", same, table) <= 0.01
+    got = fit_framework("exllamav2", same, table, shrink=max(SHRINK_GRID))
+    assert 0.7 < got.memory_scale < 1.0          # pulled towards the reference, not to it
+    assert fit_framework("exllamav2", same, table).memory_scale == pytest.approx(0.7, rel=0.02)

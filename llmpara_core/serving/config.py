@@ -9,6 +9,10 @@ from ..errors import ConfigError, require_float, require_int
 from ..units import MAX_SIZE
 
 POLICIES = ("on-demand", "reserve")
+# Scheduler kinds (``EngineConfig.mixed_batches``): "mixed" = decode tokens and prompt chunks
+# share a pass (in-flight batching: TensorRT-LLM, vLLM V1, SGLang); "prefill-first" = vLLM
+# V0's default scheduler (chunked prefill off): a pass that runs prompts carries no decodes.
+SCHEDULERS = ("mixed", "prefill-first")
 
 
 @dataclass(frozen=True)

@@ -122,23 +122,33 @@ models = model_names()
 edited = st.data_editor(
     pd.DataFrame(rows, columns=list(COLUMNS)), num_rows="dynamic", width="stretch",
     key="fl_table", hide_index=True,
-    column_config={
-        "name": st.column_config.TextColumn("Workload", max_chars=100),
-        "model": st.column_config.SelectboxColumn("Model", options=models, required=True),
+    column_config={     # widths sum to ~870 px: the ten columns fit the 1440 px page
+        "name": st.column_config.TextColumn("Workload", max_chars=100, width=110),
+        "model": st.column_config.SelectboxColumn("Model", options=models, required=True,
+                                                  width=120),
         "rate_rps": st.column_config.NumberColumn("Rate [req/s]", min_value=0.001,
-                                                  max_value=1e6, format="%.3g"),
-        "isl": st.column_config.NumberColumn("ISL [tokens]", min_value=1, max_value=1_000_000,
-                                             step=1),
-        "osl": st.column_config.NumberColumn("OSL [tokens]", min_value=1, max_value=1_000_000,
-                                             step=1),
-        "lengths": st.column_config.SelectboxColumn("Lengths", options=list(LENGTHS)),
+                                                  max_value=1e6, format="%.3g", width=100),
+        "isl": st.column_config.NumberColumn("ISL", min_value=1, max_value=1_000_000,
+                                             step=1, width=70,
+                                             help="mean input (prompt) length, tokens"),
+        "osl": st.column_config.NumberColumn("OSL", min_value=1, max_value=1_000_000,
+                                             step=1, width=70,
+                                             help="mean output length, tokens"),
+        "lengths": st.column_config.SelectboxColumn("Lengths", options=list(LENGTHS),
+                                                    width=95),
         "spread": st.column_config.NumberColumn("Spread", min_value=0.0, max_value=5.0,
+                                                width=70,
                                                 help="lognormal: log-space sigma; uniform: "
                                                      "± share of the mean"),
-        "ttft_slo_ms": st.column_config.NumberColumn("TTFT SLO [ms]", min_value=0.001),
-        "tpot_slo_ms": st.column_config.NumberColumn("TPOT SLO [ms]", min_value=0.001),
-        "slo_percentile": st.column_config.NumberColumn("SLO percentile", min_value=1.0,
-                                                        max_value=100.0),
+        "ttft_slo_ms": st.column_config.NumberColumn("TTFT [ms]", min_value=0.001, width=90,
+                                                     help="time-to-first-token SLO, ms, at "
+                                                          "the SLO percentile"),
+        "tpot_slo_ms": st.column_config.NumberColumn("TPOT [ms]", min_value=0.001, width=90,
+                                                     help="time-per-output-token SLO, ms, at "
+                                                          "the SLO percentile"),
+        "slo_percentile": st.column_config.NumberColumn("Pctl", min_value=1.0,
+                                                        max_value=100.0, width=60,
+                                                        help="SLO percentile (e.g. 99 = p99)"),
     })
 table = clean_rows(edited)
 encoded = [encode_row(r) for r in table]

@@ -19,8 +19,8 @@ from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, conte
 from .model import Model, ParamCounts, count_params
 from .operators import MemoryTraffic, OpKind, Operator
 from .precision import DType, Precision
-from .roofline import (Rates, effective_memory_bytes, launches, op_time_s, quant_flops_factor,
-                       rates)
+from .roofline import (Rates, effective_memory_bytes, expert_flops_factor, is_expert_gemm,
+                       launches, op_time_s, quant_flops_factor, rates)
 from .workload import Workload
 
 _BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
@@ -190,12 +190,14 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
     logits = wl.prompt_len if wl.logits_all_tokens else 1
     prefill_ops = forward_ops(model, precision, wl.batch, wl.prompt_len, wl.prompt_len,
                               wl.flash_attention, logits)
-    prefill = Phase("prefill", tuple(_row("prefill", o, ideal_r, pre_r) for o in prefill_ops))
+    prefill = Phase("prefill", tuple(_row("prefill", o, ideal_r, pre_r, model.moe)
+                                     for o in prefill_ops))
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
     decode, dec_ideal, dec_est = integrate_decode(model, precision, wl.batch, lo, hi,
-                                                  wl.flash_attention, ideal_r, est_r)
+                                                  wl.flash_attention, ideal_r, est_r,
+                                                  moe=model.moe)
     n_dec = hi - lo + 1
     dec_est += n_dec * est_r.pass_overhead_s
     ideal = _timing(wl, prefill.ideal_s, dec_ideal / n_dec, steps)
@@ -249,14 +251,17 @@ def _timing(wl: Workload, prefill_s: float, tpot_s: float, steps: int) -> Timing
                               if wl.prompt_len and prefill_s > 0 else None))
 
 
-def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates) -> OpRow:
+def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates, moe=None) -> OpRow:
+    """One operator's row; ``moe`` (the model's) times routed-expert GEMMs at their own rows
+    per expert (``roofline.expert_flops_factor``)."""
     n = o.count
     flops, mem, comm = o.flops * n, o.memory_bytes * n, o.comm_bytes * n
+    xf = expert_flops_factor(est_r, moe) if is_expert_gemm(o.kind, o.weight_bytes) else 1.0
     return OpRow(phase, o.name, o.kind, o.group, n, flops,
                  *(getattr(o, f) * n for f in _BYTE_FIELDS),
                  compute_s=flops / ideal_r.flops_per_s, memory_s=mem / ideal_r.bytes_per_s,
                  ideal_s=op_time_s(flops, mem, 0, ideal_r, comm),
-                 estimated_s=op_time_s(flops, mem, launches(n, o.quantized, est_r, o.name),
+                 estimated_s=op_time_s(flops * xf, mem, launches(n, o.quantized, est_r, o.name),
                                        est_r, comm, o.kv_read_bytes * n,
                                        flops if o.kind is OpKind.ATTENTION else 0.0,
                                        o.kv_reread_bytes * n, o.weight_bytes * n, o.quantized),
@@ -278,11 +283,12 @@ def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
 
 def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi: int,
                      flash: bool, ideal_r: Rates, est_r: Rates,
-                     ops_at=None) -> tuple[Phase, float, float]:
+                     ops_at=None, moe=None) -> tuple[Phase, float, float]:
     """Decode steps at contexts lo..hi (inclusive): mean per-step rows, and the exact total
     ideal and estimated time over all steps. ``ops_at(c)`` (default: ``forward_ops`` of one
     decode step at context c) gives a step's operators, affine in c within each segment (the
-    sharding module passes a device's share of the step)."""
+    sharding module passes a device's share of the step). ``moe`` (the model's) times
+    routed-expert GEMMs at their own rows per expert (``roofline.expert_flops_factor``)."""
     if ops_at is None:
         def ops_at(c: int) -> tuple[Operator, ...]:
             return forward_ops(model, precision, batch, 1, c, flash)
@@ -307,6 +313,8 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
                                            oz.kv_reread_bytes * c, oz.weight_bytes * c,
                                            oz.quantized)
             qf = quant_flops_factor(est_r, oa.quantized)
+            if is_expert_gemm(oa.kind, oa.weight_bytes):
+                qf = qf * expert_flops_factor(est_r, moe)
             te = _sum_max_affine(oa.flops * c * qf / est_r.flops_per_s,
                                  oz.flops * c * qf / est_r.flops_per_s,
                                  eff_a / est_r.bytes_per_s, eff_z / est_r.bytes_per_s, n)

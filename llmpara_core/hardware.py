@@ -167,7 +167,12 @@ class Efficiency:
     weights run on the int8 tensor cores with 8-bit activations (llama.cpp's MMQ: q8_1
     activations, int8 mma.sync), at the device's int8 peak where its file gives one and its
     architecture has int8 MMA (``INT8_MMA_ARCHITECTURES``); else at the 16-bit rate.
-    ``roofline.gemm_peaks`` applies both. Set by the stack (the reference stack's class
+    ``roofline.gemm_peaks`` applies both. ``prompt_ubatch_tokens`` > 0: the stack runs a
+    pass in micro-batches of at most that many tokens (llama.cpp's n_ubatch), so its GEMMs
+    have at most that many rows (``gemm_rows``). ``expert_half_tokens`` > 0: a stack whose
+    dense GEMMs sit flat on the curve (``gemm_half_tokens`` 0) still times a MoE layer's
+    routed-expert GEMMs, each over its share of the rows, on a curve with that half-point
+    (``roofline.expert_flops_factor``). Set by the stack (the reference stack's class
     values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
@@ -188,6 +193,8 @@ class Efficiency:
     quant_compute: float = 1.0
     gemm_fp16_acc16: bool = False
     quant_gemm_int8: bool = False
+    prompt_ubatch_tokens: float = 0.0
+    expert_half_tokens: float = 0.0
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")
@@ -204,6 +211,9 @@ class Efficiency:
                       hi=MAX_ACT_QUANT_KERNELS)
         require_float("efficiency.spec_host_seq_s", self.spec_host_seq_s, lo=0, hi=1)
         require_float("efficiency.tp_row_copy_s", self.tp_row_copy_s, lo=0, hi=1)
+        require_float("efficiency.prompt_ubatch_tokens", self.prompt_ubatch_tokens, lo=0,
+                      hi=1e7)
+        require_float("efficiency.expert_half_tokens", self.expert_half_tokens, lo=0, hi=1e6)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         for f in STREAM_FIELDS:
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
@@ -222,10 +232,25 @@ class Efficiency:
     def compute_at(self, tokens_in_flight: float | None) -> float:
         """Achieved fraction of the dense peak with ``tokens_in_flight`` rows per GEMM (None =
         the large-M value ``compute``)."""
+        tokens_in_flight = self.gemm_rows(tokens_in_flight)
         if tokens_in_flight is None or self.gemm_half_tokens <= 0:
             return self.compute
         m = max(float(tokens_in_flight), 1.0)
         return self.compute * m / (m + self.gemm_half_tokens)
+
+    @property
+    def expert_curve_tokens(self) -> float:
+        """Half-point of the curve routed-expert GEMMs are timed on: the stack's GEMM curve's,
+        else ``expert_half_tokens``."""
+        return self.gemm_half_tokens if self.gemm_half_tokens > 0 else self.expert_half_tokens
+
+    def gemm_rows(self, tokens_in_flight: float | None) -> float | None:
+        """Rows per GEMM of a pass with ``tokens_in_flight`` tokens: at most
+        ``prompt_ubatch_tokens`` where the stack splits a pass into micro-batches of that many
+        tokens (llama.cpp's n_ubatch), else all of them."""
+        if tokens_in_flight is None or self.prompt_ubatch_tokens <= 0:
+            return tokens_in_flight
+        return min(float(tokens_in_flight), self.prompt_ubatch_tokens)
 
     def pass_overhead_s(self, batch: int | None) -> float:
         """Fixed cost of one forward pass over ``batch`` sequences [s]."""

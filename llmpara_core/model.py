@@ -86,6 +86,12 @@ class MoE:
             return 0.0
         return e * (1.0 - (1.0 - k / e) ** tokens)
 
+    def tokens_per_expert(self, tokens: float) -> float:
+        """Mean rows of one touched routed expert's GEMM when ``tokens`` tokens pass the layer:
+        tokens x k / experts touched (``expected_active_experts``); 1 token gives 1 row."""
+        touched = self.expected_active_experts(tokens)
+        return tokens * self.experts_per_token / touched if touched > 0 else 0.0
+
 
 @dataclass(frozen=True)
 class MLA:

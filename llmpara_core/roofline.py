@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import IDEAL, INT8_MMA_ARCHITECTURES, Efficiency, Hardware, enum_key, plan_launches
+from .operators import OpKind
 from .precision import DType
 
 
@@ -38,6 +39,8 @@ class Rates:
     quant_weight_limit_bytes_per_s: float = 0.0  # quantised weights (0 = no limit)
     kernel_plan: tuple = ()              # the stack's launches per operator (Efficiency)
     quant_compute: float = 1.0           # quantised-weight GEMMs run at this multiple of flops_per_s
+    gemm_half_tokens: float = 0.0        # half-point of the expert GEMMs' curve (expert_curve_tokens)
+    tokens_in_flight: float | None = None  # rows per GEMM flops_per_s was set for (gemm_rows)
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -67,12 +70,14 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
     if hardware.interconnect is not None:
         link = hardware.interconnect.bandwidth_bytes_per_s * (eff.memory if estimated else 1.0)
     bw = hardware.memory_bandwidth_bytes_per_s * eff.memory
+    curve = estimated and eff.expert_curve_tokens > 0   # the rows matter only on a GEMM curve
     return Rates(peak * eff.compute_at(tokens_in_flight), bw,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
                  eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                  *weight_stream_limits(hardware, eff), eff.kernel_plan,
-                 eff.quant_compute * quant_ratio)
+                 eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
+                 eff.gemm_rows(tokens_in_flight) if curve else None)
 
 
 def gemm_peaks(hardware: Hardware, dtype: DType, eff: Efficiency) -> tuple[float, DType, float]:
@@ -112,6 +117,24 @@ def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, fl
     cycles_per_s = units * mhz * 1e6
     return (eff.stream_bytes_per_cu_cycle * cycles_per_s,
             eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+
+
+def expert_flops_factor(r: Rates, moe) -> float:
+    """How many times a routed-expert GEMM's FLOPs count against ``flops_per_s`` (>= 1): the
+    pass's rate is set for ``tokens_in_flight`` rows per GEMM, but each touched expert runs its
+    own GEMM over its share of them (``MoE.tokens_per_expert``: T x top-k / experts touched),
+    lower on the GEMM curve ``M / (M + gemm_half_tokens)``. 1 for dense models (``moe`` None),
+    ideal rates, one token per pass and rates set without a token count."""
+    t, h = r.tokens_in_flight, r.gemm_half_tokens
+    if moe is None or h <= 0 or t is None or t <= 1:
+        return 1.0
+    m = max(moe.tokens_per_expert(t), 1.0)
+    return (t / (t + h)) / (m / (m + h))
+
+
+def is_expert_gemm(kind, weight_bytes: float) -> bool:
+    """A routed expert's matmul (an operator of kind MOE_EXPERT that reads weights)."""
+    return kind is OpKind.MOE_EXPERT and weight_bytes > 0
 
 
 def quant_flops_factor(r: Rates, quantized):

@@ -251,11 +251,12 @@ NARROW_GRID_JS = r"""
 """
 
 
-# On a wide screen: short tables (at most four rows of at most ten columns) that scroll
-# sideways (their last columns hidden; Compare's "max batch" was). Wider data tables (the
-# design front's 17 columns) scroll, objectives first.
+# On a wide screen: short tables (at most eight rows of at most ten columns) that scroll
+# sideways (their last columns hidden; Compare's "max batch" was, and the Fleet traffic
+# editor's SLO columns by 165 px). Wider data tables (the design front's 17 columns) scroll,
+# objectives first.
 WIDE_GRID_JS = NARROW_GRID_JS.replace("(g.cols <= 3 || g.rows <= 2)",
-                                      "g.rows <= 4 && g.cols <= 10")
+                                      "g.rows <= 8 && g.cols <= 10")
 
 
 # On a phone the metrics read top to bottom, and figures that belong together must follow each

@@ -8,7 +8,7 @@ from statistics import median
 
 import pytest
 
-from llmpara_core.calibration import tp_measurements as P
+from llmpara_core.calibration import tp_measurements as P, tp_validation as V
 from llmpara_core.errors import ConfigError
 
 CSV = Path(__file__).resolve().parent / "data" / "tp_measurements.csv"
@@ -117,3 +117,53 @@ def test_bad_tables_are_config_errors(monkeypatch):
         table(row=[{**good["row"][0], "metric": "tok_per_watt"}])
     with pytest.raises(ConfigError, match="no \\[interconnect\\]"):
         table(setup={"x": {"cluster": "nvidia-h100-sxm"}})
+
+
+# ---- `llmpara validate --regime tp` and its leave-one-series-out figure ----------------------
+
+def test_cli_tp_regime_prints_the_comparison_summary(comparisons, capsys):
+    import json
+    from llmpara_core.cli import main
+    assert main(["validate", "--regime", "tp", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    s = V.tp_error_summary(comparisons)
+    assert d["loo"] is False and d["summary"] == s and len(d["rows"]) == len(comparisons)
+    assert s["median_abs_error"] == median(abs(c.error) for c in comparisons)
+    assert set(s["per_framework"]) == {"gpt-fast", "FasterTransformer"}
+    assert sum(v["rows"] for v in s["per_framework"].values()) == s["rows"]
+    assert main(["validate", "--regime", "tp"]) == 0
+    out = capsys.readouterr().out
+    assert "framework: FasterTransformer" in out and "in sample for fastertransformer" in out
+
+
+@pytest.mark.parametrize("extra", [["--refit"], ["--device", "nvidia-a100-sxm-80gb"],
+                                   ["--sample", "2"], ["--pooled"]])
+def test_cli_tp_options_that_do_not_apply_exit_2(extra, capsys):
+    from llmpara_core.cli import main
+    rc = main(["validate", "--regime", "tp", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("llmpara: error:") and err.count("\n") == 1
+
+
+def test_held_out_series_never_sees_its_own_rows():
+    """One FasterTransformer series held out: its prediction comes from a refit on the other
+    series, so scaling its measured values changes nothing; the rows of series not held out
+    (and gpt-fast's, fitted on decode rows) keep their shipped predictions."""
+    from dataclasses import replace as rep
+    table = P.load_tp_measurements()
+    assert V.tp_fitted_stacks() == ("fastertransformer",)
+    ft = sorted({P.series_label(table, r) for r in table.rows
+                 if table.setups[r.setup].framework == "FasterTransformer"})
+    held = ft[0]
+    base = {c.measurement.row_id: c for c in P.compare_tp_measurements(table)}
+    a = V.held_out_comparisons(table, only_series={held})
+    scaled = rep(table, rows=tuple(rep(r, value=r.value * 1.5)
+                                   if P.series_label(table, r) == held else r
+                                   for r in table.rows))
+    b = V.held_out_comparisons(scaled, only_series={held})
+    for x, y in zip(a, b):
+        if x.series == held:
+            assert x.predicted_tokens_per_s == pytest.approx(y.predicted_tokens_per_s, rel=1e-9)
+            assert x.predicted_tokens_per_s != base[x.measurement.row_id].predicted_tokens_per_s
+        else:
+            assert x == base[x.measurement.row_id]

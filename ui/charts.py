@@ -310,8 +310,10 @@ def kv_growth_figure(curve: Sequence[tuple[int, float]], weights: float, activat
                   annotation_text=f"device capacity {capacity / unit:.4g} {unit_name}",
                   annotation_position="top left")
     if 0 < prompt < ctx[-1]:
+        # label at mid-height, left of the line: at the top it ran into the capacity label on
+        # a phone, and the prompt usually ends near the right edge
         fig.add_vline(x=prompt, line_dash="dot", line_color="#8C8C8C",   # visible in dark too
-                      annotation_text="end of prompt", annotation_position="top right")
+                      annotation_text="end of prompt", annotation_position="left")
     fig.update_layout(title="Memory over the sequence (all sequences of the batch)", height=400,
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(title="Context length (tokens per sequence)")

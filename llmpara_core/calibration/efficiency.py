@@ -119,6 +119,14 @@ ACT_QUANT_STACKS = ("llama.cpp",)
 # with q8_1-quantised activations in int8 (mma.sync on Turing and newer); the other stacks'
 # weight-only kernels dequantise to 16 bits and run at the 16-bit rate.
 ACC16_STACKS = ("llama.cpp",)
+# Stacks that run a prompt in micro-batches of a fixed number of tokens
+# (``Efficiency.prompt_ubatch_tokens``): llama.cpp's physical batch n_ubatch, 512 by default
+# (github ggml-org/llama.cpp common/common.h ``n_ubatch = 512``; llama-bench's default -ub 512,
+# which the llama.cpp prompt rows ran). Each micro-batch is a pass of its own through the
+# weights: its GEMMs have at most that many rows, and a MoE layer's routed experts each get
+# their share of those rows (``roofline.expert_flops_factor``). The fit gives the reference
+# stack's class values this micro-batch (``fitting._start``); other stacks' profiles drop it.
+UBATCH_STACKS = {"llama.cpp": 512.0}
 INT8_GEMM_STACKS = ("llama.cpp",)
 # The weight-streaming bound per compute unit and cycle (``Efficiency.stream_bytes_per_cu_cycle``
 # / ``quant_stream_bytes_per_cu_cycle``) is a property of a stack's matrix-vector kernels: only
@@ -242,6 +250,10 @@ class FrameworkProfile:
                       quant_compute=eff.quant_compute if self.act_quant else 1.0,
                       gemm_fp16_acc16=self.gemm_fp16_acc16,
                       quant_gemm_int8=self.quant_gemm_int8,
+                      prompt_ubatch_tokens=(eff.prompt_ubatch_tokens
+                                            if self.name in UBATCH_STACKS else 0.0),
+                      expert_half_tokens=(eff.expert_half_tokens
+                                          if self.name in UBATCH_STACKS else 0.0),
                       compute=min(1.0, base_c * self.compute_scale),
                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         plan = tuple(sorted(KERNEL_PLANS.get(self.name, {}).items()))
@@ -582,6 +594,12 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
                   f"act_quant_kernels = {_fmt(e.act_quant_kernels)}",
                   f"quant_compute = {_fmt(e.quant_compute)}",
                   f"attention_compute = {_fmt(e.attention_compute)}"]
+        if e.gemm_half_tokens > 0:
+            lines.append(f"gemm_half_tokens = {_fmt(e.gemm_half_tokens)}")
+        if e.expert_half_tokens > 0:
+            lines.append(f"expert_half_tokens = {_fmt(e.expert_half_tokens)}")
+        if e.prompt_ubatch_tokens > 0:
+            lines.append(f"prompt_ubatch_tokens = {_fmt(e.prompt_ubatch_tokens)}")
         lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]
         lines += [f"rows = {table.class_rows[cls]}", ""]
     for name, vals in sorted(table.memory_types.items()):

@@ -14,7 +14,8 @@ import numpy as np
 from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
-from ..roofline import Rates, gemm_peaks, launches, op_time_s, plan_factors, weight_stream_limits
+from ..roofline import (Rates, expert_flops_factor, gemm_peaks, is_expert_gemm, launches,
+                        op_time_s, plan_factors, weight_stream_limits)
 from ..units import S_PER_MS
 from .measurements import Mapped
 
@@ -36,6 +37,7 @@ class PhaseArrays:
     quantized: np.ndarray            # 1.0 for matmuls with quantised weights, else 0.0
     weight_bytes: np.ndarray
     names: tuple                     # operator names (the stack's kernel plan names them)
+    expert: np.ndarray = None        # 1.0 for routed-expert GEMMs (MoE), else 0.0
 
     @classmethod
     def of(cls, phase) -> "PhaseArrays":
@@ -50,12 +52,20 @@ class PhaseArrays:
                              for r in rows]),
                    np.array([r.kv_reread_bytes for r in rows]),
                    np.array([1.0 if r.quantized else 0.0 for r in rows]),
-                   np.array([r.weight_bytes for r in rows]), tuple(r.name for r in rows))
+                   np.array([r.weight_bytes for r in rows]), tuple(r.name for r in rows),
+                   np.array([1.0 if is_expert_gemm(r.kind, r.weight_bytes) else 0.0
+                             for r in rows]))
 
-    def time_s(self, r: Rates) -> float:
+    def time_s(self, r: Rates, moe=None) -> float:
+        """The phase's time at rates ``r``; ``moe`` (the model's) times routed-expert GEMMs at
+        their own rows per expert (``roofline.expert_flops_factor``)."""
         executions = (self.kernels * plan_factors(self.names, r.kernel_plan) if r.kernel_plan
                       else self.kernels)
-        return float(np.sum(op_time_s(self.flops, self.mem_bytes,
+        flops = self.flops
+        xf = expert_flops_factor(r, moe)
+        if xf != 1.0 and self.expert is not None:
+            flops = flops * (1.0 + (xf - 1.0) * self.expert)
+        return float(np.sum(op_time_s(flops, self.mem_bytes,
                                       launches(executions, self.quantized, r), r,
                                       kv_read_bytes=self.kv_read_bytes,
                                       attention_flops=self.attention_flops,
@@ -83,20 +93,20 @@ class RowFeatures:
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                      *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
-                     eff.quant_compute * ratio)
+                     eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens))
 
     def predict(self, eff: Efficiency) -> float:
         m, wl = self.row.measurement, self.row.workload
-        b = wl.batch
+        b, moe = wl.batch, self.row.model.moe
         if m.metric in ("decode_tok_s", "throughput_tok_s"):
-            step = self.decode.time_s(self._rates(eff, b))
+            step = self.decode.time_s(self._rates(eff, b), moe)
             return (1.0 if m.metric == "decode_tok_s" else b) / step
-        pre = self.prefill.time_s(self._rates(eff, b * wl.prompt_len))
+        pre = self.prefill.time_s(self._rates(eff, b * wl.prompt_len), moe)
         if m.metric == "prefill_tok_s":
             return b * wl.prompt_len / pre
         if m.metric == "ttft_ms":
             return pre / S_PER_MS
-        step = self.decode.time_s(self._rates(eff, b))
+        step = self.decode.time_s(self._rates(eff, b), moe)
         return b * wl.gen_len / (pre + (wl.gen_len - 1) * step)
 
 

@@ -38,8 +38,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .efficiency import (FRAMEWORKS, EfficiencyTable, FrameworkProfile, architecture_of,
-                         memory_type_of)
+from .efficiency import (FRAMEWORKS, UBATCH_STACKS, EfficiencyTable, FrameworkProfile,
+                         architecture_of, memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
 from ..budget import check_time_budget
@@ -68,6 +68,14 @@ ATTENTION_START = 0.15
 # device's prefill rows can be off by 10x (an A100 SXM notebook's F16 prompts at 3 % of peak),
 # and with one device they would set the class alone.
 MIN_PREFILL_DEVICES = 2
+# A class's half-saturation in rows of its routed-expert GEMMs (``Efficiency.
+# expert_half_tokens``; its dense GEMMs stay flat: a GEMM curve on them made batch-1 decode
+# compute-bound and raised the held-out batch-1 error 5.6 -> 6.5 %) is fitted where its prefill
+# rows include mixture-of-experts prompts on MIN_PREFILL_DEVICES devices
+# (``moe_prefill_devices``), from GEMM_HALF_START within GEMM_HALF_BOUNDS (the stack fits'
+# range, ``stack_fit.BATCHED_PARAMS``); other classes keep 0.
+GEMM_HALF_START = 32.0
+GEMM_HALF_BOUNDS = (1.0, 4096.0)
 REFERENCE_FRAMEWORK = "llama.cpp"
 # Kernel launch overhead is a property of the runtime (CUDA driver, graph launch), not of the
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
@@ -129,8 +137,12 @@ def _at_clock(eff: Efficiency, factor: float) -> Efficiency:
 
 
 def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
-            overhead_s: float | None, fit_quant: bool = False) -> Efficiency:
+            overhead_s: float | None, fit_quant: bool = False,
+            fit_half: bool = False) -> Efficiency:
+    half = (float(np.clip(math.exp(x[-1]), *GEMM_HALF_BOUNDS)) if fit_half
+            else base.expert_half_tokens)
     return Efficiency(compute=_sigmoid(x[3]) if fit_compute else base.compute,
+                      gemm_half_tokens=base.gemm_half_tokens, expert_half_tokens=half,
                       memory=_sigmoid(x[0]),
                       kernel_overhead_s=(math.exp(x[1]) * S_PER_US if overhead_s is None
                                          else overhead_s),
@@ -141,7 +153,8 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       quant_compute=_sigmoid(x[5]) if fit_quant else base.quant_compute,
                       stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
                       quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle,
-                      gemm_fp16_acc16=base.gemm_fp16_acc16, quant_gemm_int8=base.quant_gemm_int8)
+                      gemm_fp16_acc16=base.gemm_fp16_acc16, quant_gemm_int8=base.quant_gemm_int8,
+                      prompt_ubatch_tokens=base.prompt_ubatch_tokens)
 
 
 def fit_class(feats: list[RowFeatures], base: Efficiency,
@@ -152,36 +165,60 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
     fit_compute = (len(prefill) >= MIN_PREFILL_ROWS
                    and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
     fit_quant = fit_compute and len(paired_quant_devices(prefill)) >= MIN_PREFILL_DEVICES
+    fit_half = fit_compute and len(moe_prefill_devices(prefill)) >= MIN_PREFILL_DEVICES
     meas = np.array([f.row.measurement.value for f in feats])
     w = weights([f.row for f in feats])
     clocks = [_clock(f.row.hardware) for f in feats]
 
-    def loss(x):
+    def loss(x, half=False):
         check_time_budget()
-        eff = _unpack(x, base, fit_compute, overhead_s, fit_quant)
+        eff = _unpack(x, base, fit_compute, overhead_s, fit_quant, half)
         pred = np.array([f.predict(_at_clock(eff, c)) for f, c in zip(feats, clocks)])
         prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
                                 + math.log(eff.attention_compute) ** 2
                                 + math.log(eff.quant_compute) ** 2)
         return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + prior
 
-    def descend(attention: float) -> np.ndarray:
-        x0 = [_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
-              _logit(base.kv_read), _logit(base.compute), _logit(attention)]
-        x0 = np.array(x0 + [_logit(min(base.quant_compute, 0.9))] if fit_quant else x0)
-        x = nelder_mead(loss, x0, step=1.0)
+    def minimise(f, x0: np.ndarray) -> np.ndarray:
+        x = nelder_mead(f, x0, step=1.0)
         for _ in range(RESTARTS):        # restart until it stops improving: Nelder-Mead stalls
-            x_new = nelder_mead(loss, x, step=0.2)
-            improved = loss(x_new) < loss(x) - 1e-9
+            x_new = nelder_mead(f, x, step=0.2)
+            improved = f(x_new) < f(x) - 1e-9
             x = x_new if improved else x
             if not improved:
                 break
         return x
+
+    def descend(attention: float) -> np.ndarray:
+        x0 = [_logit(base.memory), math.log(max(base.kernel_overhead_s / S_PER_US, 0.05)),
+              _logit(base.kv_read), _logit(base.compute), _logit(attention)]
+        x0 = np.array(x0 + [_logit(min(base.quant_compute, 0.9))] if fit_quant else x0)
+        return minimise(loss, x0)
     # the GEMM and attention fractions trade along a shallow valley of prefill rows at 512 to
     # 4,096 tokens: from the provisional attention fraction (1) the simplex can stall at the
     # far end, so a class fit with prefill rows starts from ATTENTION_START
     x = descend(ATTENTION_START if fit_compute else base.attention_compute)
-    return _unpack(x, base, fit_compute, overhead_s, fit_quant)
+    if not fit_half:
+        return _unpack(x, base, fit_compute, overhead_s, fit_quant)
+    # then the GEMM fractions (compute, attention, quantised) and the experts' half-saturation
+    # rows, with the decode values held: the MoE prompts' few rows move the GEMM curve, not
+    # the bandwidth, overhead and KV-read fractions the batch-1 rows pin
+    gemm = list(range(3, len(x)))
+    full = np.append(x, math.log(GEMM_HALF_START))
+
+    def gemm_loss(y):
+        z = full.copy()
+        z[gemm + [len(full) - 1]] = y
+        return loss(z, True)
+    full[gemm + [len(full) - 1]] = minimise(gemm_loss, full[gemm + [len(full) - 1]])
+    return _unpack(full, base, fit_compute, overhead_s, fit_quant, True)
+
+
+def moe_prefill_devices(prefill: list[Mapped]) -> set[str]:
+    """Devices with prefill rows of a mixture-of-experts model: their routed experts run
+    GEMMs of T x top-k / experts touched rows (``roofline.expert_flops_factor``), so the rows
+    pin the experts' GEMM half-saturation ``expert_half_tokens``."""
+    return {r.hardware.slug for r in prefill if r.model.moe is not None}
 
 
 def paired_quant_devices(prefill: list[Mapped]) -> set[str]:
@@ -553,12 +590,13 @@ def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:
     provisional constants, with the GEMM fractions of the class whose kernels it runs
     (``SHARED_OVERHEAD``: datacenter GPUs run the consumer GPUs' CUDA kernels) when that class
     is fitted."""
-    start = PROVISIONAL_EFFICIENCY[cls]
+    start = replace(PROVISIONAL_EFFICIENCY[cls],
+                    prompt_ubatch_tokens=UBATCH_STACKS.get(REFERENCE_FRAMEWORK, 0.0))
     donor = SHARED_OVERHEAD.get(cls)
     if donor is not None and counts.get(donor):
         d = classes[donor]
         start = replace(start, compute=d.compute, attention_compute=d.attention_compute,
-                        quant_compute=d.quant_compute)
+                        quant_compute=d.quant_compute, expert_half_tokens=d.expert_half_tokens)
     return start
 
 

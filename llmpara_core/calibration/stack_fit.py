@@ -182,13 +182,15 @@ def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,
 # no other rows measure them: weight-streaming fraction and per-kernel cost (no CUDA graphs:
 # every launch is paid, and it does not shrink as TP divides the work).
 TP_FIT_FIELDS = (("memory", 0.6, 0.2, 0.95), ("kernel_overhead_s", 5e-6, 1e-7, 1e-3))
+TP_FIT_NOTE = "fitted on the tensor-parallel series (tp_measurements): end-to-end tokens/s"
 
 
-def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
+def fit_tp_profiles(table: EfficiencyTable, fws: dict, tp=None) -> dict:
     """Profiles of the stacks named by the tensor-parallel setups that have no profile fitted
-    on other rows: ``TP_FIT_FIELDS`` on their rows' end-to-end tokens/s."""
+    on other rows: ``TP_FIT_FIELDS`` on their rows' end-to-end tokens/s (``tp``: the
+    series to fit on, default the shipped ``tp_measurements``)."""
     from .tp_measurements import load_tp_measurements, predict_row
-    tp = load_tp_measurements()
+    tp = tp or load_tp_measurements()
     out = {}
     for name in sorted({s.efficiency_profile for s in tp.setups.values()} - {""}):
         if fws.get(name) is not None and fws[name].rows:
@@ -214,8 +216,7 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict) -> dict:
         x = nelder_mead(loss, x0, step=0.5, iters=120, tol=1e-9)
         out[name] = FrameworkProfile(name, FRAMEWORKS[name][0], rows=len(rows),
                                      absolute={**cited_absolute(name), **unpack(x)},
-                                     note="fitted on the tensor-parallel series "
-                                          "(tp_measurements): end-to-end tokens/s")
+                                     note=TP_FIT_NOTE)
     return out
 
 

@@ -224,3 +224,4 @@ def compare_tp_measurements(table: TPTable | None = None) -> tuple[TPComparison,
                                 r.decode_tokens_per_s / b.decode_tokens_per_s,
                                 preds[r.row_id] / preds[b.row_id], s in superlinear))
     return tuple(out)
+

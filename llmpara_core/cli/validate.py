@@ -7,6 +7,7 @@
     llmpara validate --regime speculative [--loo]      # speculative speedup vs batch sweeps
                                                        # (--loo: ~1 min; --time-budget 600)
     llmpara validate --regime energy [--loo]           # energy per output token (ML.ENERGY)
+    llmpara validate --regime tp [--loo]               # tensor-parallel series (--loo: ~2 min)
 
 Formats: ``table`` prints the error summary, the worst cases with the likely reason and the
 skipped rows; ``json`` one object with the summary, the worst cases, the skipped rows and every
@@ -28,6 +29,7 @@ SPECULATIVE = "speculative"
 ENERGY = "energy"
 SERVING_MAXLOAD = "serving-maxload"
 MLPERF = "mlperf"
+TP = "tp"
 SERVING = (SERVING_MAXLOAD, MLPERF)
 
 
@@ -41,14 +43,16 @@ def register(sub) -> None:
     p.add_argument("--loo", action="store_true",
                    help="leave-one-device-out: predict each device's rows with the model "
                         "refitted without them (slow: one refit per device)")
-    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE, ENERGY) + SERVING,
+    p.add_argument("--regime", choices=("all",) + REGIMES + (SPECULATIVE, ENERGY, TP) + SERVING,
                    default="all",
                    help="only rows of this regime: batch-1 decode, batched (running or "
                         "static batch > 1) or prefill (default all of these); speculative: "
                         "the published speculative-decoding batch sweeps, alpha fitted on each "
                         "sweep's smallest batch and the other batches predicted (--loo: "
                         "leave one sweep out); energy: J per output token of the ML.ENERGY "
-                        "rows under the power model (--loo: leave one device out); "
+                        "rows under the power model (--loo: leave one device out); tp: tokens/s "
+                        "per sequence and speedup of the published tensor-parallel series "
+                        "(--loo: leave one series out for the stack fitted on them); "
                         "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
                         "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
                         "Server rows (never fitted on); serving-maxload --loo: each GPU with the "
@@ -89,6 +93,8 @@ def run(args) -> None:
         return _run_speculative(args)
     if args.regime == ENERGY:
         return _run_energy(args)
+    if args.regime == TP:
+        return _run_tp(args)
     if args.regime in SERVING:
         return _run_serving(args)
     if args.requests is not None or args.sample is not None or args.pooled:
@@ -229,6 +235,55 @@ def _run_energy(args) -> None:
         out = sys.stdout
         out.write("\n")
         emit(None, "table", [{**r, "error": _pct(r["error"], signed=True)} for r in rows])
+
+
+def _run_tp(args) -> None:
+    """``--regime tp``: the published tensor-parallel series (calibration.tp_measurements);
+    ``--loo``: each series of a stack fitted on these series predicted with that stack refitted
+    without it."""
+    for flag, given in (("--data", args.data), ("--refit", args.refit),
+                        ("--device", args.device), ("--requests", args.requests),
+                        ("--sample", args.sample), ("--pooled", args.pooled)):
+        if given:
+            raise ConfigError(f"{flag} does not apply to --regime tp (it validates the shipped "
+                              "tensor-parallel series)")
+    from ..calibration import tp_validation as tpm
+    fitted = ", ".join(tpm.tp_fitted_stacks()) or "none"
+    if args.loo:
+        comps = tpm.held_out_comparisons()
+        how = (f"leave-one-series-out: each series of the stacks fitted on these series "
+               f"({fitted}) predicted with the stack refitted on the other series; the other "
+               "stacks' constants come from decode rows, never from these")
+    else:
+        comps = tpm.compare_tp_measurements()
+        how = (f"the shipped efficiency table (in sample for {fitted}, fitted on these series; "
+               "--loo for the held-out figure)")
+    s = tpm.tp_error_summary(comps)
+    rows = [{"row_id": c.measurement.row_id, "series": c.series, "framework": c.framework,
+             "tp": c.measurement.tp, "pp": c.measurement.pp,
+             "measured_tokens_per_s": c.measurement.decode_tokens_per_s,
+             "predicted_tokens_per_s": c.predicted_tokens_per_s, "error": c.error,
+             "measured_speedup": c.measured_speedup, "predicted_speedup": c.predicted_speedup,
+             "speedup_error": c.speedup_error, "superlinear_series": c.superlinear_series}
+            for c in comps]
+    if args.format == "json":
+        emit({"regime": TP, "loo": bool(args.loo), "method": how, "summary": s, "rows": rows},
+             "json")
+        return
+    if args.format == "csv":
+        emit(None, "csv", rows)
+        return
+    sys.stdout.write(
+        f"tensor-parallel series: {s['rows']} rows; tokens/s per sequence = generated tokens / "
+        f"end-to-end time; speedup within a series over its fewest-device row ({s['scaled_rows']}"
+        f" rows that scale, a superlinear series set aside); {how}. error = predicted / "
+        "measured - 1.\n\n")
+    groups = [("all", s)] + [(f"framework: {k}", v) for k, v in s["per_framework"].items()]
+    emit(None, "table", [{"group": g, "n": v["rows"],
+                          "median_abs_error": _pct(v["median_abs_error"]),
+                          "signed_median": _pct(v["median_signed_error"], signed=True),
+                          "median_abs_speedup_error": _pct(v["median_abs_speedup_error"])}
+                         for g, v in groups])
 
 
 def _run_serving(args) -> None:

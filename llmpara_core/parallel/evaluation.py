@@ -381,11 +381,14 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
     dt = ctx.precision.compute_dtype
     pre_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb * max(1, wl.prompt_len), batch=mb)
     dec_r = rates(ctx.hardware, dt, True, tokens_in_flight=mb, batch=mb)
-    pre_rows = [_row("prefill", o, ctx.ideal_r, pre_r) for o in pre_ops]
+    # routed experts' rows per expert follow the whole model's routing (an expert-parallel
+    # shard holds fewer experts, each with the same tokens)
+    moe = ctx.model.moe
+    pre_rows = [_row("prefill", o, ctx.ideal_r, pre_r, moe) for o in pre_ops]
     pre_c = _device_comms(ctx, s, mb, wl.prompt_len, logits, "prefill")
     dec_phase, d_ideal, d_est = integrate_decode(
         sm, ctx.precision, mb, lo, hi, wl.flash_attention, ctx.ideal_r, dec_r,
-        ops_at=lambda c: _device_ops(ctx, s, mb, 1, c, 1))
+        ops_at=lambda c: _device_ops(ctx, s, mb, 1, c, 1), moe=moe)
     dec_c = _device_comms(ctx, s, mb, 1, 1, "decode")
     n_dec = hi - lo + 1
     act = max(activation_peak_bytes(pre_ops),

@@ -359,6 +359,19 @@ class IterationCost:
             out[:, -1] = e * (1.0 - (1.0 - k / e) ** out[:, 1])
         return out
 
+    def host_time_s(self, iterations, n_seqs) -> float:
+        """Time [s] one device of the replica spends, over ``iterations`` passes of ``n_seqs``
+        sequences each (arrays, e.g. the engine's log), with no kernel running: the stack's
+        per-pass cost and its kernel launches, as ``_stage_parts`` times them (each stage per
+        microbatch; the mean over the stages' devices)."""
+        k = np.asarray(iterations, dtype=float)
+        n = np.asarray(n_seqs, dtype=float)
+        _, per_pass = self.rates_for(np.ones_like(n), n)
+        pp = len(self.stages)
+        m = np.clip(n, 1, pp) if pp > 1 else np.ones_like(n)
+        launch = np.mean([st.kernels for st in self.stages]) * self._rates.kernel_overhead_s
+        return float((k * m * (launch + per_pass)).sum() * self.time_scale)
+
     def dynamic_work(self, feature_sum: np.ndarray) -> np.ndarray:
         """(FLOPs, weight bytes, KV bytes, activation bytes) summed over all devices of the
         replica for iterations whose features sum to ``feature_sum``."""

@@ -11,7 +11,9 @@ import numpy as np
 
 from ..errors import require_float
 from ..metrics.cost import MetricsSettings, tco
+from ..metrics.energy import resolve_energy_model
 from ..metrics.energy_params import energy_params
+from ..metrics.power_model import power_constants
 from ..parallel import shard_analyze
 from ..workload import Workload
 from .cost import IterationCost
@@ -121,21 +123,46 @@ def summarize(res: SimResult, cost: IterationCost, slo: Slo | None = None,
 
 def _energy_cost(res: SimResult, cost: IterationCost, out_tokens: float, span: float,
                  settings: MetricsSettings | None):
-    """Energy per output token (component model of metrics.energy: FLOPs, bytes by kind,
-    static power while busy, idle power while idle; collectives' link energy left out) and
-    $/M output tokens from ``metrics.cost.tco`` at the simulated load."""
+    """Energy per output token and $/M output tokens (``metrics.cost.tco``) at the simulated
+    load. Energy under the settings' model: ``"auto"`` = the fitted power model
+    (``metrics.energy_validation``: kernel time at the busy power plus the technology energies
+    of the FLOPs and bytes, the stack's per-pass and launch time at the host-wait power) where
+    the device has a TDP and an idle power, else the component model (``metrics.energy``);
+    idle power while no request runs; collectives' link energy is inside the power model's
+    busy power and left out of the component model."""
     hw = cost.hardware
+    s = (settings or MetricsSettings()).resolved()
     p = energy_params(hw, cost.precision.compute_dtype, hw.effective_efficiency)
     flops, w, kv, act = cost.dynamic_work(res.feature_sum)
     gpus = cost.devices
-    dyn = flops * p.flop_j + w * p.weight_j_per_byte + kv * p.kv_j_per_byte \
-        + act * p.act_j_per_byte
     idle_s = max(0.0, span - res.busy_s)
-    total_j = dyn + gpus * (p.static_w * res.busy_s + (p.idle_w or 0.0) * idle_s)
-    notes = ["energy: component model (metrics.energy) summed over iterations; link energy "
-             "of collectives not counted"]
+    model = resolve_energy_model(s.energy_model, hw, p)
+    if model == "power":
+        c = power_constants()
+        busy_w = p.idle_w + (hw.tdp_w - p.idle_w) * c.active
+        host_w = p.idle_w + (hw.tdp_w - p.idle_w) * c.host
+        log = res.log
+        host_s = min(res.busy_s, cost.host_time_s(log["iterations"], log["running"])) \
+            if len(log["iterations"]) else 0.0
+        total_j = gpus * (busy_w * (res.busy_s - host_s) + host_w * host_s
+                          + p.idle_w * idle_s) \
+            + c.dynamic * (flops * p.flop_j + (w + kv + act) * p.main_j_per_byte)
+        notes = [f"energy: power model (presets/tables/energy_power.toml, fitted on the batched "
+                 f"ML.ENERGY rows): kernels at {busy_w:.3g} W + {c.dynamic:g} x technology "
+                 f"energies, the stack's per-pass and launch time ({host_s / max(res.busy_s, 1e-12):.0%}"
+                 f" of the busy time) at {host_w:.3g} W, idle at {p.idle_w:.3g} W"]
+    else:
+        dyn = flops * p.flop_j + w * p.weight_j_per_byte + kv * p.kv_j_per_byte \
+            + act * p.act_j_per_byte
+        total_j = dyn + gpus * (p.static_w * res.busy_s + (p.idle_w or 0.0) * idle_s)
+        notes = ["energy: component model (metrics.energy) summed over iterations; link energy "
+                 "of collectives not counted"]
+        if s.energy_model not in ("auto", "components"):
+            notes.append(f"the {s.energy_model} model prices one scenario's operators; the "
+                         "serving simulation uses the component model instead")
+        elif s.energy_model == "auto":
+            notes.append(f"{hw.name} has no TDP or idle power for the fitted power model")
     power = total_j / span / gpus if span > 0 else None
-    s = (settings or MetricsSettings()).resolved()
     price = hw.price_usd if s.price_usd is None else s.price_usd
     t = tco(price, power or 0.0, p.idle_w, out_tokens / span / gpus, s.lifetime_years,
             s.utilisation, s.usd_per_kwh, s.pue, s.include_idle)

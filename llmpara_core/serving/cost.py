@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError, require_float
-from ..hardware import Efficiency, Hardware
+from ..hardware import Efficiency, Hardware, HardwareClass
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
 from ..operators import OpKind, causal_pairs, keys_touched
@@ -65,6 +65,20 @@ FP4_GEMM_SHARE = 0.56
 # H200 "CTS" over the 700 W H200 per GPU: measured 1.15x, 1.20x with the wall, 1.01x without.
 # None = no wall.
 TENSOR_DUTY: float | None = 0.47
+# Inline ECC of datacenter GDDR memory (``inline_ecc``): GDDR has no sideband ECC chips, so a
+# datacenter GDDR part (L40S, L4, A10, A40), which ships with ECC on, keeps its check bits in
+# the main memory itself -- 6.25 % of it, one byte in 16 (NVIDIA Tesla V100 whitepaper, "ECC
+# Memory Resiliency": inline ECC "where a portion of main memory is carved out for ECC bits,
+# as in the GDDR5 memory subsystem of the Tesla K40 GPU where 6.25% of the overall GDDR5 is
+# reserved for ECC bits", against HBM2's sideband ECC "without a bandwidth or capacity
+# penalty"; the driver's totals show the same 15/16: L40S 46,068 MiB of 48 GiB, L4 / A10
+# 23,034 / 23,028 MiB of 24 GiB -- NVML totals tabulated in thundergolfer.com/blog/
+# nvidia-gpu-memory-capacity). The check bits cross the same bus as the data, so first order
+# a stream of B bytes moves 16/15 B: the iteration's memory rate x 15/16. HBM parts (sideband
+# ECC) and consumer GDDR cards (ECC off by default) keep their rate. Cited, not fitted;
+# serving iterations only, like the power wall (the efficiency fits of ``analyze`` are not
+# redone with it).
+INLINE_ECC_RATE = 15 / 16
 _TP_ALL_REDUCES = ("tp_all_reduce_attn", "tp_all_reduce_ffn", "embedding_all_reduce")
 RESIDUAL_BITS = 16
 
@@ -126,6 +140,9 @@ class IterationCost:
         self.stages = tuple(self._fit_stage(s) for s in range(len(stage_models)))
         self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r
+        # the memory rate of an iteration's bytes (inline ECC's check bits share the bus)
+        self.memory_bytes_per_s = self._rates.bytes_per_s * (
+            INLINE_ECC_RATE if inline_ecc(hw) else 1.0)
         self._combined = tuple(self._combine(st) for st in self.stages)
         self._bus = nccl_bus_bytes_per_s(hw)
         self._tc = tuple(self._tensor_work(st) for st in self.stages)
@@ -320,7 +337,7 @@ class IterationCost:
             fe, _ = self.rates_for(m_e, n_seqs)
             flops_per_s = np.where(st.expert_gemm[None, :] > 0, fe[:, None], flops_per_s)
         comp = np.maximum((F @ flops_c) / flops_per_s,
-                          (F @ mem_c) * (1.0 / r.bytes_per_s)).sum(1) \
+                          (F @ mem_c) * (1.0 / self.memory_bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
         if st.ar_count:
@@ -380,6 +397,14 @@ class IterationCost:
     @property
     def devices(self) -> int:
         return self.plan.tp * self.plan.pp
+
+
+def inline_ecc(hw: Hardware) -> bool:
+    """True for a datacenter GPU with GDDR main memory: its ECC, on by default, is inline
+    (``INLINE_ECC_RATE``). HBM's ECC is sideband; consumer GDDR cards ship with ECC off."""
+    mt = getattr(hw, "memory_type", None)
+    return (hw.hw_class is HardwareClass.DATACENTER_GPU and mt is not None
+            and str(getattr(mt, "value", mt)).upper().startswith("GDDR"))
 
 
 def _affine_fit(X: np.ndarray, Y: np.ndarray, name: str) -> np.ndarray:

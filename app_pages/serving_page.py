@@ -164,6 +164,12 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                                default="default",
                                help="on-demand: allocate as tokens come, preempt by "
                                     "recompute; reserve: ISL + OSL at admission")
+        sched = url_selectbox("Scheduler", ("default",) + serving.SCHEDULERS,
+                              key="sv_sched", default="default",
+                              help="mixed: decodes and prompt chunks share a pass (in-flight "
+                                   "batching); prefill-first: vLLM V0's default with chunked "
+                                   "prefill off -- a pass that runs prompts stalls the "
+                                   "decodes")
     with e[3]:
         hit = url_number("Prefix-cache hit rate", "sv_hit", 0.0, 0.99, 0.0, step=0.05, format="%g")
         kv_frac = url_number("KV memory fraction", "sv_kvfrac", 0.0, 1.0, 0.0, step=0.05,
@@ -215,7 +221,8 @@ try:
         stack.name, max_batch=int(max_batch) or None, max_num_tokens=int(max_tokens) or None,
         block_size=int(block) or None, kv_memory_fraction=float(kv_frac) or None,
         chunked_prefill=None if chunked == "default" else chunked == "on",
-        policy=None if policy == "default" else policy, prefix_hit_rate=float(hit))
+        policy=None if policy == "default" else policy, prefix_hit_rate=float(hit),
+        mixed_batches=None if sched == "default" else sched == "mixed")
     if fixed_load:
         arrival = "max-load"        # offline; server / interactive search from max load
     spec = serving.RequestSpec(isl=scn.workload.prompt_len, osl=scn.workload.gen_len,
@@ -267,7 +274,9 @@ if fit is not None:
 results.caption(escape_md_keep_urls(
     f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, "
     f"{cfg.max_num_tokens}-token budget, chunked prefill "
-    f"{'on' if cfg.chunked_prefill else 'off'}, {cfg.block_size}-token blocks, KV "
+    f"{'on' if cfg.chunked_prefill else 'off'}, "
+    f"{'mixed' if cfg.mixed_batches else 'prefill-first'} scheduler, "
+    f"{cfg.block_size}-token blocks, KV "
     f"{cfg.policy}. Defaults: {cfg_source}"))
 if table is not None:
     sm_ = table.summary()

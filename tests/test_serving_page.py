@@ -169,3 +169,18 @@ def test_tensorrt_llm_release_select():
     other = open_page(PAGE, **BASE, fw="vllm", sv_search="false", sv_release="0.10")
     _clean(other, "release on vllm")
     assert any("release is ignored" in w.value for w in other.warning)
+
+
+def test_scheduler_select():
+    """The scheduler select runs the core's prefill-first engine and says so."""
+    at = open_page(PAGE, **BASE, sv_arrival="Max load", sv_search="false",
+                   sv_sched="prefill-first")
+    _clean(at, "prefill-first")
+    assert not at.warning, [w.value for w in at.warning]
+    assert any("prefill\\-first scheduler" in c.value for c in at.caption)   # md-escaped
+    hw, _ = with_stack(load_hardware("nvidia-h100-sxm"))
+    cfg = serving.engine_config("vllm", mixed_batches=False)[0]
+    st = serving.serve(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
+                       serving.RequestSpec(isl=512, osl=128, arrival="max-load", requests=150),
+                       cfg, search=False)
+    assert metric(at, "Requests/s") == sig(st.summary.requests_per_s)

@@ -93,6 +93,17 @@ GENERIC = "generic"
 # (FlashAttention-2 35 % vs FlashAttention-3 75 % of H100's peak, arXiv:2407.08608).
 # Blackwell is not listed: one key covers datacenter (tcgen05) and consumer (mma.sync) parts.
 CITED_ARCHITECTURE = {"hopper": {"legacy_kernel_factor": 0.5}}
+# Vendor-BLAS GEMM share of an architecture relative to the NVIDIA devices the native-kernel
+# stacks' compute fraction is fitted on (vLLM / SGLang borrow TensorRT-LLM's, fitted on
+# Hopper/Ada rows): stacks with ``native_kernels`` call the platform's GEMM library (cuBLAS(Lt)
+# / hipBLASLt), whose maximum achievable matmul rate is a property of the platform. Cited, not
+# fitted: BF16 MAMF, stas00/ml-engineering@744d01e1 compute/accelerator/README.md "Maximum
+# Achievable Matmul FLOPS comparison table": AMD MI300X 781.9 of 1300 TFLOPS = 60.1 % (ROCm
+# 6.2, hipBLASLt) vs NVIDIA H100 SXM 792.1 of 989 = 80.1 % (CUDA 12.1): 0.601 / 0.801. Keyed
+# by architecture (CDNA3: MI300X and MI325X share the compute die; MI325X's 1000 W may lift
+# its MAMF -- no MI325X rows here to check). No row of the batch-1, prefill or batched data is
+# on CDNA3; the MLPerf v4.1 MI300X rows are the check (never fitted).
+NATIVE_GEMM_FACTOR = {"cdna3": 0.601 / 0.801}
 # Stacks whose batch-1 decode attention reads K/V per query head (``kv_per_query_head``):
 # llama.cpp multiplies K and V with each query head (matrix-vector products, K/V broadcast over
 # the heads of a GQA group); gpt-fast repeats K and V to every query head
@@ -297,7 +308,10 @@ class EfficiencyTable:
             arch = {k: {kk: vv for kk, vv in v.items() if kk != "legacy_kernel_factor"}
                     for k, v in self.architectures.items()}
             native = self._generic(hardware, arch).compute
-        return prof.apply(eff, native)
+        out = prof.apply(eff, native)
+        factor = NATIVE_GEMM_FACTOR.get(architecture_of(hardware) or "", 1.0) \
+            if prof.native_kernels and hardware.efficiency is None else 1.0
+        return replace(out, compute=out.compute * factor) if factor != 1.0 else out
 
     def profile(self, framework: str) -> FrameworkProfile:
         name = resolve_framework(framework)

@@ -16,7 +16,7 @@ from .base import (FRAMEWORK_HELP, add_model_hw_args, add_output_args, add_preci
                    with_framework)
 from ..errors import ConfigError
 from ..units import BYTES_PER_GB, S_PER_MS
-from ..serving import (ARRIVALS, POLICIES, EngineConfig, RequestSpec, Slo,
+from ..serving import (ARRIVALS, POLICIES, SCHEDULERS, EngineConfig, RequestSpec, Slo,
                        engine_config, serve, study_to_dict)
 from ..serving import lengths as length_sets, scenarios, stack_version
 from ..serving.disagg import disaggregate, disagg_to_dict
@@ -72,6 +72,10 @@ def register(subparsers) -> None:
     e.add_argument("--max-batch", type=positive_int, help="cap on running requests")
     e.add_argument("--max-num-tokens", type=positive_int, help="token budget per iteration")
     e.add_argument("--chunked-prefill", choices=("on", "off"))
+    e.add_argument("--scheduler", choices=SCHEDULERS,
+                   help="mixed (default): decodes and prompt chunks share a pass; "
+                        "prefill-first: vLLM V0's default (chunked prefill off) -- a pass "
+                        "that runs prompts stalls the decodes")
     e.add_argument("--block-size", type=positive_int, help="KV-cache block [tokens]")
     e.add_argument("--kv-memory-fraction", type=bounded("unit_fraction", "KV memory fraction", lo_open=True),
                    help="share of the memory left after weights and activations for KV")
@@ -100,7 +104,8 @@ def register(subparsers) -> None:
 
 def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
     chunked = None if args.chunked_prefill is None else args.chunked_prefill == "on"
-    return engine_config(framework, max_batch=args.max_batch,
+    mixed = None if args.scheduler is None else args.scheduler == "mixed"
+    return engine_config(framework, max_batch=args.max_batch, mixed_batches=mixed,
                          max_num_tokens=args.max_num_tokens, chunked_prefill=chunked,
                          block_size=args.block_size, kv_memory_fraction=args.kv_memory_fraction,
                          policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate)

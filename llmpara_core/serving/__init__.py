@@ -7,7 +7,7 @@ from . import lengths, scenarios
 from .api import ServeStudy, replica_fits, serve, smallest_fitting, study_to_dict
 from .cost import IterationCost
 from .disagg import DisaggStudy, Split, disagg_to_dict, disaggregate
-from .config import (FRAMEWORK_DEFAULTS, GENERIC_DEFAULTS, POLICIES, EngineConfig,
+from .config import (FRAMEWORK_DEFAULTS, GENERIC_DEFAULTS, POLICIES, SCHEDULERS, EngineConfig,
                      engine_config, framework_defaults)
 from .engine import SimResult, kv_capacity_tokens, simulate
 from .report import (Percentiles, RateSearch, ServeSummary, Slo, max_rate_meeting_slo, meets,
@@ -20,7 +20,7 @@ from .sweeps import (FrontierPoint, LoadCurve, LoadPoint, SweepPoint, evaluate_p
 __all__ = [
     "lengths", "scenarios",
     "DisaggStudy", "Split", "disagg_to_dict", "disaggregate", "ServeStudy", "serve", "study_to_dict", "replica_fits", "smallest_fitting", "engine_config", "IterationCost", "FRAMEWORK_DEFAULTS", "GENERIC_DEFAULTS",
-    "POLICIES", "EngineConfig", "SimResult", "framework_defaults", "kv_capacity_tokens",
+    "POLICIES", "SCHEDULERS", "EngineConfig", "SimResult", "framework_defaults", "kv_capacity_tokens",
     "simulate", "Percentiles", "RateSearch", "ServeSummary", "Slo", "max_rate_meeting_slo",
     "meets", "per_request", "replicas_for_rate", "steady_state_output_tokens_per_s",
     "summarize", "ARRIVALS", "LENGTHS", "RequestSpec", "draw", "FrontierPoint", "LoadCurve",

@@ -9,6 +9,10 @@ from ..errors import ConfigError, require_float, require_int
 from ..units import MAX_SIZE
 
 POLICIES = ("on-demand", "reserve")
+# Scheduler kinds (``EngineConfig.mixed_batches``): "mixed" = decode tokens and prompt chunks
+# share a pass (in-flight batching: TensorRT-LLM, vLLM V1, SGLang); "prefill-first" = vLLM
+# V0's default scheduler (chunked prefill off): a pass that runs prompts carries no decodes.
+SCHEDULERS = ("mixed", "prefill-first")
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,11 @@ class EngineConfig:
     policy: str = "on-demand"
     prefix_hit_rate: float = 0.0
     kv_capacity_tokens: int | None = None     # override of the memory-derived capacity
+    # False: vLLM V0's default scheduler (chunked prefill off): an iteration that admits or
+    # prefills prompts carries no decode tokens -- the running requests wait a pass
+    # (github vllm-project/vllm v0.4.3, vllm/core/scheduler.py, Scheduler._schedule_default:
+    # "Don't schedule decodes if prefills are scheduled.")
+    mixed_batches: bool = True
 
     def __post_init__(self):
         require_int("max batch", self.max_batch, 1, MAX_SIZE)
@@ -39,6 +48,8 @@ class EngineConfig:
             require_int("KV capacity tokens", self.kv_capacity_tokens, 1, MAX_SIZE * 1000)
         if not isinstance(self.chunked_prefill, bool):
             raise ConfigError("chunked prefill must be true or false")
+        if not isinstance(self.mixed_batches, bool):
+            raise ConfigError("mixed batches must be true or false")
         if self.max_batch > self.max_num_tokens:
             raise ConfigError(f"max batch {self.max_batch} exceeds max-num-tokens "
                               f"{self.max_num_tokens}: a full batch's decode tokens would not "

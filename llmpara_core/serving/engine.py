@@ -162,6 +162,11 @@ def _step(st: _State) -> int:
     """One scheduling step (one iteration, or a block of pure-decode iterations); returns the
     number of requests that finished."""
     cfg = st.cfg
+    if not cfg.mixed_batches:
+        # prefill first (vLLM V0): a pass with prompts to run carries no decode tokens
+        chunks = _schedule_prefill(st, cfg.max_num_tokens)
+        if chunks:
+            return _mixed_iteration(st, np.zeros(0, dtype=np.int64), chunks)
     if st.prefilling:
         pre = set(st.prefilling)
         dec = np.array([i for i in st.run if i not in pre], dtype=np.int64)
@@ -170,7 +175,7 @@ def _step(st: _State) -> int:
     if len(dec) and cfg.policy == "on-demand":
         dec = _grow_decode_blocks(st, dec)
     budget = cfg.max_num_tokens - len(dec)
-    chunks = _schedule_prefill(st, budget)
+    chunks = _schedule_prefill(st, budget) if cfg.mixed_batches else []
     if not len(dec) and not chunks:
         if st.run:                       # prompts hold every block: recompute the newest
             _preempt(st, st.run.pop())

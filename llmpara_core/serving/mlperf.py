@@ -3,7 +3,8 @@ mlperf_serving.csv``, copied with its sources from the shared validation data).
 
 Each row is one system x benchmark x scenario: ``instances`` replicas of a TP x PP model
 instance, output tokens/s of the whole system. Predicted: one replica simulated with the row's
-stack (TensorRT-LLM for NVIDIA and Dell, vLLM for AMD's ROCm runs) and precision, request
+stack (TensorRT-LLM for NVIDIA and Dell, vLLM for AMD's ROCm runs, each at the round's release:
+``stack_version.MLPERF_V41_VERSION``, ``RELEASE_ENGINE``) and precision, request
 lengths from the benchmark's data set (OpenOrca, shipped as ``openorca``) scaled to the row's
 mean input and output lengths (the run's outputs are the model's own, longer than the data
 set's references; Mixtral's mixed set is not shipped, so OpenOrca's shape is scaled to its
@@ -18,7 +19,7 @@ means -- an assumption), times ``instances``.
   drain tail, with the batch emptying, is a large part of it.)
 * Server: the largest Poisson rate at which p99 TTFT and p99 TPOT meet the row's limits
   (``scenarios``), tokens/s at that rate = rate x mean output length. The run is as long as
-  MLPerf's minimum duration (600 s of arrivals at the max-load rate, 1,000 to 6,000 requests):
+  MLPerf's minimum duration (600 s of arrivals at the max-load rate, at least 1,000 requests):
   queues near saturation only build up over a long run.
 
 Nothing is fitted to these rows: every GPU is out of sample (leave-one-GPU-out = per-GPU).
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import csv
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
 
@@ -52,14 +53,25 @@ OFFLINE_REQUESTS = 3000         # first run; then the instance's share of a real
 # loadgen/mlperf.conf); the run also lasts at least *.Offline.min_duration = 600 s
 MIN_OFFLINE_QUERIES = {"llama2-70b-99": 24576, "mixtral-8x7b": 15000}
 OFFLINE_CAP = 24576             # requests per simulated instance at most (simulation cost)
-SERVER_REQUESTS = 6000          # at most: a Server run lasts MLPerf's min_duration (600 s,
+SERVER_REQUESTS = 30000         # at most: a Server run lasts MLPerf's min_duration (600 s,
 MIN_DURATION_S = 600.0          # mlperf.conf) of arrivals at the max-load rate, >= 1000 requests
+# (the cap binds on no row: the fastest instance, Mixtral on one H100, draws ~27,000; at the
+# earlier cap of 6,000 the MI300X Server runs were 1.5-4x shorter than 600 s and a queue near
+# saturation had no time to build: +28.7 / +23.3 % then, +22.5 / +16.5 % at the full length)
 MODELS = {"llama2-70b-99": "llama-2-70b", "mixtral-8x7b": "mixtral-8x7b"}
 SINGLE = {"H100": "nvidia-h100-sxm", "H200": "nvidia-h200-sxm", "B200": "nvidia-b200",
           "MI300X": "amd-mi300x", "MI325X": "amd-mi325x"}
 CLUSTER = {"H100": "8x-nvidia-h100-sxm-nvlink", "H200": "8x-nvidia-h200-sxm-nvlink",
            "MI300X": "8x-amd-mi300x-infinity-fabric"}
 STACKS = {"tensorrt-llm": "tensorrt-llm", "vllm": "vllm"}
+# The round's vLLM release and its scheduler: AMD's v4.1 systems ran "vLLM 0.4.3+rocm614,
+# PyTorch 2.3.0, ROCm 6.1.2" (github mlcommons/inference_results_v4.1@a2f5d66d17e8:
+# closed/AMD/systems/1xMI300X_2xEPYC-9374F.json, "framework"), whose engine defaults to
+# chunked prefill off and then schedules with Scheduler._schedule_default: prompts first, and
+# "Don't schedule decodes if prefills are scheduled" (vllm-project/vllm v0.4.3,
+# vllm/core/scheduler.py) -- every pass that admits a request stalls the running decodes.
+# (Their GEMMs run at the CDNA3 vendor-BLAS share: calibration.efficiency.NATIVE_GEMM_FACTOR.)
+RELEASE_ENGINE = {"vllm": {"mixed_batches": False, "chunked_prefill": False}}
 # Systems run at another power limit than their GPU preset's TDP (the power wall of
 # ``cost.TENSOR_DUTY`` moves with it).
 POWER_LIMIT_W = {"H200-SXM-141GB-CTSx1_TRT": (
@@ -135,14 +147,18 @@ def _setup(row: MlperfRow, releases: bool = True):
     cost = IterationCost(m, hw, precision_preset(prec),
                          ParallelPlan(tp=row.tp, pp=row.pp), efficiency_for(hw, stack),
                          power_limit_w=limit[0] if limit else None, time_scale=scale)
-    return cost, FRAMEWORK_DEFAULTS[stack].config
+    cfg = FRAMEWORK_DEFAULTS[stack].config
+    if releases and stack in RELEASE_ENGINE:
+        cfg = replace(cfg, **RELEASE_ENGINE[stack])
+    return cost, cfg
 
 
 @functools.lru_cache(maxsize=64)
 def predict(row: MlperfRow, offline_requests: int = OFFLINE_REQUESTS,
             server_requests: int = SERVER_REQUESTS, releases: bool = True) -> float | None:
     """Predicted output tokens/s of the whole system of ``row`` (None: no preset);
-    ``releases``: TensorRT-LLM rows at their round's release profile (False: pooled)."""
+    ``releases``: rows at their round's stack release -- TensorRT-LLM's release profile, vLLM
+    0.4.3's scheduler (``RELEASE_ENGINE``) -- (False: pooled profile, today's scheduler)."""
     s = _setup(row, releases)
     if s is None:
         return None

@@ -46,12 +46,14 @@ def test_shipped_settings_match_their_cited_config():
 
 def test_setup_runs_the_rows_settings():
     server = _find("DGX-H100_H100-SXM-80GBx8_TRT", "llama2-70b-99", "Server")
-    cfg = mlperf._setup(server)[1]
+    cfg = mlperf._setup(server, engine=True)[1]
     assert cfg.max_batch == 1024
     assert mlperf._setup(server, engine=False)[1].max_batch == 2048      # stack default
     mix = _find("DGX-H100_H100-SXM-80GBx8_TRT", "mixtral-8x7b", "Offline")
-    assert mlperf._setup(mix)[1].max_num_tokens == 16384
+    assert mlperf._setup(mix, engine=True)[1].max_num_tokens == 16384
     assert mlperf._setup(mix, engine=False)[1].max_num_tokens == 8192
+    # the comparison runs the stack defaults unless asked (not kept: README, MLPerf)
+    assert mlperf._setup(server)[1] == mlperf._setup(server, engine=False)[1]
 
 
 def test_server_run_lasts_the_rows_min_duration(monkeypatch):
@@ -117,4 +119,4 @@ def test_engine_columns_are_optional(tmp_path):
     p = _write(tmp_path, max_batch="", max_num_tokens="", min_duration_s="", engine_source="")
     (r,) = mlperf.load_rows(p)
     assert (r.max_batch, r.max_num_tokens, r.min_duration_s) == (None, None, None)
-    assert mlperf._setup(r)[1] == mlperf._setup(r, engine=False)[1]
+    assert mlperf._setup(r, engine=True)[1] == mlperf._setup(r, engine=False)[1]

@@ -47,7 +47,7 @@ from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIEL
                         HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
                         memory_family)
 from ..units import S_PER_US
-from .measurements import (Mapped, efficiency_class, lacks_tensor_peak,  # noqa: F401
+from .measurements import (Mapped, device_key, efficiency_class, lacks_tensor_peak,  # noqa: F401
                            metric_value, timings)
 from .stack_fit import (BORROW_KERNELS, _borrowed, fit_energy_profiles,  # noqa: F401
                         choose_shrink, fit_framework, fit_tp_profiles, predictor)
@@ -607,16 +607,6 @@ def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:
 def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict) -> float | None:
     donor = SHARED_OVERHEAD.get(cls)
     return classes[donor].kernel_overhead_s if donor is not None and counts.get(donor) else None
-
-
-def device_key(hardware) -> tuple:
-    """What makes two presets one physical device for leave-one-device-out: the same class,
-    architecture, memory technology, bandwidth, capacity and dense peaks. Presets differing
-    only in power limit or name (the gpt-fast box: an A100 SXM4 80GB capped at 330 W) are held
-    out together -- predicting one from the other would not be a new device."""
-    return (hardware.hw_class, hardware.architecture, hardware.memory_type,
-            hardware.memory_bandwidth_bytes_per_s, hardware.memory_capacity_bytes,
-            hardware.peak_fp16_flops_per_s, hardware.peak_fp32_flops_per_s)
 
 
 def leave_one_device_out(rows: list[Mapped], base: EfficiencyTable,

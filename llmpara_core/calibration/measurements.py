@@ -434,3 +434,13 @@ def lacks_tensor_peak(row: Mapped) -> bool:
     flagged: Apple GPUs run fp16 at their fp32 rate, so the fallback is the real rate."""
     return (row.hardware.hw_class in GPU_CLASSES
             and row.hardware.peak_flops_per_s_raw(row.precision.compute_dtype) is None)
+
+
+def device_key(hardware) -> tuple:
+    """What makes two presets one physical device for leave-one-device-out: the same class,
+    architecture, memory technology, bandwidth, capacity and dense peaks. Presets differing
+    only in power limit or name (the gpt-fast box: an A100 SXM4 80GB capped at 330 W) are held
+    out together -- predicting one from the other would not be a new device."""
+    return (hardware.hw_class, hardware.architecture, hardware.memory_type,
+            hardware.memory_bandwidth_bytes_per_s, hardware.memory_capacity_bytes,
+            hardware.peak_fp16_flops_per_s, hardware.peak_fp32_flops_per_s)

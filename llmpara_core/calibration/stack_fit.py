@@ -16,7 +16,7 @@ from ..hardware import MAX_ACT_QUANT_KERNELS
 from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, cited_absolute,
                          EfficiencyTable, FrameworkProfile)
 from .fastpath import PRIOR_WEIGHT, features, huber, implied_cost, nelder_mead, weights
-from .measurements import Mapped, metric_value, regime, timings
+from .measurements import Mapped, device_key, metric_value, regime, timings
 
 MIN_FRAMEWORK_ROWS = 2
 # Stacks whose GEMMs use each architecture's newest tensor-core instructions (CUTLASS/cuBLAS
@@ -166,7 +166,6 @@ def choose_shrink(name: str, rows: list[Mapped], table: EfficiencyTable) -> floa
     rows when each of its devices (presets of one chip together) is predicted by the stack
     fitted on its other devices' batch-1 rows; ties go to the smaller. 0 with fewer than two
     devices."""
-    from .fitting import device_key
     from .measurements import predict_all
     decode = [r for r in rows if regime(r) == "batch-1"]
     keys = sorted({device_key(r.hardware) for r in decode}, key=repr)

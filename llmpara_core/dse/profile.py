@@ -28,7 +28,9 @@ from ..memory import activation_peak_bytes, kv_cache_bytes, weight_bytes
 from ..model import Model
 from ..operators import OpKind
 from ..precision import DType, Precision
-from ..roofline import launches
+from types import SimpleNamespace
+
+from ..roofline import expert_flops_factor, is_expert_gemm, launches
 from ..workload import Workload
 
 try:        # KV-read derating of the estimated roofline (absent in older cores: no derating)
@@ -100,9 +102,22 @@ def _flop_scales(efficiency, wl: Workload) -> tuple[float, float, float, float]:
             1.0 / efficiency.quant_compute)
 
 
-def _time_flops(o, scale: float, attention: float, quant: float = 1.0) -> float:
+def _expert_factor(efficiency, moe, tokens: int) -> float:
+    """``roofline.expert_flops_factor`` of a pass with ``tokens`` in flight under
+    ``efficiency`` (every design of the space shares it): routed-expert GEMMs at their own
+    rows per expert, lower on the GEMM curve."""
+    if efficiency is None or moe is None or efficiency.expert_curve_tokens <= 0:
+        return 1.0
+    return expert_flops_factor(SimpleNamespace(tokens_in_flight=efficiency.gemm_rows(tokens),
+                                               gemm_half_tokens=efficiency.expert_curve_tokens),
+                               moe)
+
+
+def _time_flops(o, scale: float, attention: float, quant: float = 1.0,
+                expert: float = 1.0) -> float:
     return (o.flops * o.count * scale * (attention if o.kind is OpKind.ATTENTION else 1.0)
-            * (quant if o.quantized else 1.0))
+            * (quant if o.quantized else 1.0)
+            * (expert if is_expert_gemm(o.kind, o.weight_bytes) else 1.0))
 
 
 def profile(model: Model, precision: Precision, workload: Workload,
@@ -124,13 +139,15 @@ def profile(model: Model, precision: Precision, workload: Workload,
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
     lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    entries = [(_time_flops(o, pre_sc, att, quant),
+    pre_x = _expert_factor(efficiency, model.moe, wl.batch * max(1, wl.prompt_len))
+    dec_x = _expert_factor(efficiency, model.moe, wl.batch)
+    entries = [(_time_flops(o, pre_sc, att, quant, pre_x),
                 _time_bytes(o.memory_bytes * o.count, o, o.count, kv), 0)
                for o in pre_ops]
     eff = efficiency or IDEAL      # kernel launches per operator (roofline.launches)
     # attention FLOPs at their own rate in prefill only
     varying, dec_k, dec_f, dec_m = _decode_terms(model, precision, wl, lo, hi, kv, entries,
-                                                 (dec_sc, 1.0, quant), eff)
+                                                 (dec_sc, 1.0, quant, dec_x), eff)
     act = max(activation_peak_bytes(pre_ops),
               activation_peak_bytes(forward_ops(model, precision, wl.batch, 1, hi,
                                                 wl.flash_attention)))

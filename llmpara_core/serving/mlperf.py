@@ -127,28 +127,21 @@ class MlperfComparison:
         return None if self.predicted is None else self.predicted / self.row.measured - 1
 
 
-def _opt_int(r: dict, key: str, lo: int, hi: int, where: str) -> int | None:
+def _opt_number(r: dict, key: str, lo: float, hi: float, where: str,
+                whole: bool = False) -> int | float | None:
+    """Column ``key`` of row ``r`` as a whole number in [lo, hi] (``whole``) or a finite
+    number in (lo, hi]; None when blank; ConfigError naming the row and column otherwise."""
     v = (r.get(key) or "").strip()
     if not v:
         return None
     try:
-        x = int(v)
+        x = int(v) if whole else float(v)
     except ValueError:
-        raise ConfigError(f"{where}: {key} must be a whole number, got {v!r}") from None
-    if not lo <= x <= hi:
+        raise ConfigError(f"{where}: {key} must be a {'whole number' if whole else 'number'}, "
+                          f"got {v!r}") from None
+    if whole and not lo <= x <= hi:
         raise ConfigError(f"{where}: {key} must be in [{lo}, {hi}], got {x}")
-    return x
-
-
-def _opt_float(r: dict, key: str, lo: float, hi: float, where: str) -> float | None:
-    v = (r.get(key) or "").strip()
-    if not v:
-        return None
-    try:
-        x = float(v)
-    except ValueError:
-        raise ConfigError(f"{where}: {key} must be a number, got {v!r}") from None
-    if not (math.isfinite(x) and lo < x <= hi):
+    if not whole and not (math.isfinite(x) and lo < x <= hi):
         raise ConfigError(f"{where}: {key} must be in ({lo:g}, {hi:g}], got {v}")
     return x
 
@@ -163,11 +156,11 @@ def load_rows(path: str | Path = DATA) -> tuple[MlperfRow, ...]:
     with open(path, newline="") as fh:
         for i, r in enumerate(csv.DictReader(fh), start=2):
             where = f"{Path(path).name} line {i}"
-            b = _opt_int(r, "max_batch", 1, MAX_SIZE, where)
-            t = _opt_int(r, "max_num_tokens", 1, MAX_SIZE, where)
+            b = _opt_number(r, "max_batch", 1, MAX_SIZE, where, whole=True)
+            t = _opt_number(r, "max_num_tokens", 1, MAX_SIZE, where, whole=True)
             if b is not None and t is not None and b > t:
                 raise ConfigError(f"{where}: max_batch {b} exceeds max_num_tokens {t}")
-            d = _opt_float(r, "min_duration_s", 0.0, 86400.0, where)
+            d = _opt_number(r, "min_duration_s", 0.0, 86400.0, where)
             src = (r.get("engine_source") or "").strip()
             if (b, t, d) != (None, None, None) and not src:
                 raise ConfigError(f"{where}: engine settings need an engine_source")

@@ -150,6 +150,7 @@ class IterationCost:
         self._combined = tuple(self._combine(st) for st in self.stages)
         self._bus = nccl_bus_bytes_per_s(hw)
         self._tc = tuple(self._tensor_work(st) for st in self.stages)
+        self._no_comm = tuple(not st.ar_count and not st.comm.any() for st in self.stages)
         # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
         # H200 "CTS") moves its power wall in proportion (first order: dynamic power ~ clock)
         self.recorder: list | None = None       # duty_fit: the parts of every pass timed
@@ -206,7 +207,8 @@ class IterationCost:
         if eff.gemm_half_tokens > 0:
             attain = peak * (eff.compute * m / (m + eff.gemm_half_tokens))
         else:                       # a flat GEMM share (peak x share per element, as before)
-            attain = np.full(m.shape, peak * eff.compute)
+            attain = np.empty_like(m)
+            attain.fill(peak * eff.compute)
         if isinstance(batch, (int, float)):     # one batch for every row: a scalar cost
             per_pass = eff.step_overhead_s + eff.seq_overhead_s * float(batch)
         else:
@@ -353,7 +355,7 @@ class IterationCost:
         comp = np.maximum((F @ flops_c) / flops_per_s,
                           (F @ mem_c) * (1.0 / self.memory_bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
-        if not st.ar_count and not st.comm.any():
+        if self._no_comm[i]:
             return comp, F @ self._tc[i], _NO_COMM
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
         if st.ar_count:

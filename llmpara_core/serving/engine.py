@@ -157,6 +157,9 @@ _LOG_KEYS = ("t_s", "dt_s", "iterations", "running", "waiting", "kv_used", "pree
 _NONE = np.zeros(0, dtype=np.int64)
 _EXACT = 2 ** 53            # integer sums below this are exact in float64 in any order
 _BUDGET_EVERY = 16          # steps between time-budget checks
+_sum = np.add.reduce        # ndarray.sum without its Python wrapper (the same reduction)
+_any = np.logical_or.reduce
+_min = np.minimum.reduce
 
 
 def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
@@ -242,7 +245,7 @@ def _grow_decode_blocks(st: _State, dec: np.ndarray):
     held = st.held[dec]
     need = (base + bs) // bs - held                 # blocks for one more token, minus held
     np.maximum(need, 0, out=need)
-    total = int(need.sum())
+    total = int(_sum(need))
     while total > st.free and st.run:
         v = st.run.pop()
         _preempt(st, v)
@@ -377,12 +380,15 @@ def _record(st: _State, t0: float, dt: float, k: int, running: int, waiting: int
 def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],
                      base: np.ndarray) -> int:
     """One iteration of decode tokens for ``dec`` (cached tokens ``base``) and prompt chunks."""
-    if len(chunks) == 1:
-        idx = np.array([chunks[0][0]], dtype=np.int64)
-        c_new = np.array([chunks[0][1]], dtype=np.int64)
-    else:
-        idx = np.array([i for i, _ in chunks], dtype=np.int64)
-        c_new = np.array([c for _, c in chunks], dtype=np.int64)
+    if len(chunks) == 1 and not st.cost.window:
+        return _one_chunk_iteration(st, dec, chunks[0][0], chunks[0][1], base)
+    return _mixed_general(st, dec, chunks, base)
+
+
+def _mixed_general(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],
+                   base: np.ndarray) -> int:
+    idx = np.array([i for i, _ in chunks], dtype=np.int64)
+    c_new = np.array([c for _, c in chunks], dtype=np.int64)
     nd = len(dec)
     end = st.done[idx] + c_new
     completes = end >= st.tgt[idx]
@@ -421,13 +427,65 @@ def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],
     return _finish(st, gone[0] if len(gone) == 1 else np.concatenate(gone))
 
 
-def _finish(st: _State, done: np.ndarray) -> int:
-    """Requests ``done`` have produced their last token: free their blocks."""
+def _one_chunk_iteration(st: _State, dec: np.ndarray, i: int, c: int, base: np.ndarray) -> int:
+    """``_mixed_iteration`` with one prompt chunk (``c`` tokens of request ``i``) and no
+    sliding window, its features formed from Python integers: the same numbers."""
+    cost = st.cost
+    nd = len(dec)
+    end = int(st.done[i]) + c
+    completes = end >= int(st.tgt[i])
+    dec_ctx = int(_sum(base)) + nd                  # decoders: context base + 1, one pair each
+    pairs = dec_ctx + c * (end - c) + c * (c + 1) // 2
+    keys = dec_ctx + end
+    T = float(nd + c)
+    if pairs >= _EXACT or keys >= _EXACT:
+        return _mixed_general(st, dec, [(i, c)], base)
+    row = [1.0, T, float(nd + completes), float(pairs), float(keys)]
+    if cost.moe:
+        row.append(cost.moe.expected_active_experts(T))
+    F = np.array(row)
+    dt = cost.time_one_s(F, nd + 1)
+    t0 = st.now
+    running, waiting = len(st.run), st.queued()
+    st.advance(dt, running + waiting)
+    st.busy += dt
+    st.iterations += 1
+    st.fsum += F
+    _record(st, t0, dt, 1, running, waiting, T)
+    st.done[i] = end
+    gone = None
+    if nd:
+        st.done[dec] = base + 1
+        g = st.gen[dec] + 1
+        st.gen[dec] = g
+        over = g >= st.osl[dec]
+        if _any(over):
+            gone = dec[over].tolist()
+    if completes:
+        st.prefilling.remove(i)
+        g = int(st.gen[i]) + 1
+        st.gen[i] = g
+        if st.first[i] != st.first[i]:          # NaN: its first token
+            st.first[i] = st.now
+        if g >= int(st.osl[i]):
+            gone = [i] if gone is None else gone + [i]
+    if gone is None:
+        return 0
+    return _finish(st, gone)
+
+
+def _finish(st: _State, done) -> int:
+    """Requests ``done`` (a list or array) have produced their last token: free their
+    blocks."""
+    if not isinstance(done, list):
+        done = done.tolist()
     st.fin[done] = st.now
-    st.free += int(st.held[done].sum())
-    st.held[done] = 0
-    gone = set(done.tolist())
-    st.run = [i for i in st.run if i not in gone]
+    held = st.held
+    st.free += int(_sum(held[done]))
+    held[done] = 0
+    run = st.run
+    for i in done:
+        run.remove(i)
     return len(done)
 
 
@@ -437,16 +495,19 @@ def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
     cfg, cost = st.cfg, st.cost
     gen = st.gen[dec]
     osl = st.osl[dec]
-    k = k_all = int((osl - gen).min())        # k_all steps: the first completion
+    k = k_all = int(_min(osl - gen))          # k_all steps: the first completion
     bs = cfg.block_size
     # each decoder needs at most ceil(k / block) + 1 more blocks: check only when that may not fit
     if cfg.policy == "on-demand" and k > 1 and st.free < len(dec) * (-(-k // bs) + 1):
         k = _kv_limited_steps(st, base, k)
     nd = len(dec)
-    S = float(base.sum())
+    S = float(_sum(base))
     F = np.empty((k, len(cost.features)))
-    F[:, :3] = (1.0, nd, nd)
-    F[:, 3:5] = (S + nd * np.arange(1, k + 1))[:, None]
+    F[:, 0] = 1.0
+    F[:, 1] = nd
+    F[:, 2] = nd
+    F[:, 3] = S + nd * np.arange(1, k + 1)
+    F[:, 4] = F[:, 3]
     col = 5
     if cost.window:
         w = cost.window
@@ -466,7 +527,7 @@ def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
     st.advance(dt, running + waiting)
     st.busy += dt
     st.iterations += k
-    st.fsum += F[:k].sum(0)
+    st.fsum += _sum(F[:k], 0)
     _record(st, t0, dt, k, running, waiting, float(nd))
     done = base + k
     gen += k
@@ -474,7 +535,7 @@ def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
     st.gen[dec] = gen
     if cfg.policy == "on-demand":
         new_held = (done + (bs - 1)) // bs
-        st.free -= int((new_held - held).sum())
+        st.free -= int(_sum(new_held - held))
         st.held[dec] = new_held
     if k < k_all:                 # stopped before the first completion
         return 0

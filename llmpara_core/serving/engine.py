@@ -20,7 +20,7 @@ exactly the per-iteration result at a fraction of the cost.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -479,13 +479,14 @@ def _finish(st: _State, done) -> int:
     blocks."""
     if not isinstance(done, list):
         done = done.tolist()
-    st.fin[done] = st.now
-    held = st.held
-    st.free += int(_sum(held[done]))
-    held[done] = 0
-    run = st.run
-    for i in done:
+    fin, held, run, now = st.fin, st.held, st.run, st.now
+    freed = 0
+    for i in done:                  # a few at a time: element access beats fancy indexing
+        fin[i] = now
+        freed += int(held[i])
+        held[i] = 0
         run.remove(i)
+    st.free += freed
     return len(done)
 
 
@@ -515,13 +516,13 @@ def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
         col = 7
     if cost.moe:
         F[:, col] = cost.moe.expected_active_experts(nd)
-    cum = cost.time_s(F, nd).cumsum()
+    cum = cost.time_s(F, nd).cumsum().tolist()
     nxt = st.next_new
     if len(st.run) < cfg.max_batch and not st.preempted and nxt < st.n \
             and st.arr_list[nxt] > st.now:
-        stop = int(cum.searchsorted(st.arr_list[nxt] - st.now, side="left")) + 1
+        stop = bisect_left(cum, st.arr_list[nxt] - st.now) + 1
         k = max(1, min(k, stop))
-    dt = float(cum[k - 1])
+    dt = cum[k - 1]
     t0 = st.now
     running, waiting = len(st.run), st.queued()
     st.advance(dt, running + waiting)

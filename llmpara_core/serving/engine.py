@@ -100,8 +100,7 @@ class _State:
         self.integral = 0.0
         self.iterations = 0
         self.fsum = np.zeros(len(cost.features))
-        self.log = {k: [] for k in _LOG_KEYS}
-        self.log_lists = tuple(self.log[k] for k in _LOG_KEYS)
+        self.log_rows: list[tuple] = []            # one tuple of _LOG_KEYS per step
 
     # ---- queue -------------------------------------------------------------------------------
     def arrived(self) -> int:
@@ -192,7 +191,8 @@ def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
             if progress is not None and finished - last_report >= every:
                 last_report = finished
                 progress(finished / n)
-    log = {k: np.asarray(v) for k, v in st.log.items()}
+    cols = list(zip(*st.log_rows)) if st.log_rows else [[] for _ in _LOG_KEYS]
+    log = {k: np.asarray(v) for k, v in zip(_LOG_KEYS, cols)}
     notes = []
     if cost.model.mla is not None:
         notes.append("MLA: prefill chunks use the absorbed attention form (overstates their "
@@ -277,6 +277,8 @@ def _schedule_prefill(st: _State, budget: int) -> list[tuple[int, int]]:
     """(request, tokens) prompt chunks of this iteration: running prompts first, then admitted
     requests in arrival order (preempted first)."""
     cfg = st.cfg
+    if not st.prefilling and st.head() is None:
+        return []
     chunks = []
     for i in list(st.prefilling):
         if budget <= 0:
@@ -366,15 +368,8 @@ def _features(st: _State, base: np.ndarray, end: np.ndarray, c_new: np.ndarray,
 
 def _record(st: _State, t0: float, dt: float, k: int, running: int, waiting: int,
             tokens: float) -> None:
-    t, d, it, ru, wa, kv, pr, to = st.log_lists
-    to.append(tokens)
-    t.append(t0)
-    d.append(dt)
-    it.append(k)
-    ru.append(running)
-    wa.append(waiting)
-    kv.append((st.blocks - st.free) / st.blocks)
-    pr.append(st.preemptions)
+    st.log_rows.append((t0, dt, k, running, waiting, (st.blocks - st.free) / st.blocks,
+                        st.preemptions, tokens))
 
 
 def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],

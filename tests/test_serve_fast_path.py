@@ -122,6 +122,33 @@ def test_tuned_engine_equals_the_reference_at_load(key):
         new, ref = simulate(cost, cfg, spec), reference.simulate(cost, cfg, spec)
         assert_identical(new, ref)
     assert ref.iterations > 400
+    assert ref.preemptions > 0          # the small cache preempts: that path is compared too
+
+
+@pytest.mark.parametrize("key", ["llama", "gemma-window", "mixtral-tp2-fp8"])
+@pytest.mark.parametrize("scale", [1, 10**6, 10**9])
+def test_feature_rows_equal_the_reference(key, scale):
+    """A pass's feature row formed in integers equals the reference's float sums, up to
+    contexts (10^9 tokens) whose pair counts pass 2^53, where both take the float sums."""
+    from types import SimpleNamespace
+
+    from llmpara_core.serving import engine
+    st = SimpleNamespace(cost=_cost(key))
+    rng = np.random.default_rng(scale)
+    past = 0
+    for _ in range(20):
+        nd, nc = int(rng.integers(0, 40)), int(rng.integers(1, 4))
+        base = rng.integers(0, scale, nd) + rng.integers(0, 3000, nd)
+        c_new = rng.integers(1, 9000 if scale < 10**9 else 3 * 10**7, nc)
+        end = c_new + rng.integers(0, scale, nc)
+        logits = nd + int(rng.integers(0, nc + 1))
+        ctx = np.concatenate([base + 1, end])
+        new = np.concatenate([np.ones(nd, dtype=np.int64), c_new])
+        a = engine._features(st, base, end, c_new, logits)
+        b = reference._features(st, ctx, new, logits)
+        assert np.array_equal(a, b)
+        past += int((c_new * (end - c_new) + c_new * (c_new + 1) // 2).sum()) >= 2**53
+    assert past if scale == 10**9 else not past
 
 
 @pytest.mark.parametrize("key", ["llama", "mixtral-tp2-fp8", "llama-pp2-scaled"])

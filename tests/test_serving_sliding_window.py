@@ -58,3 +58,30 @@ def test_window_setting_does_not_touch_models_without_one():
 def test_window_setting_must_be_boolean(bad):
     with pytest.raises(ConfigError, match="sliding window"):
         EngineConfig(sliding_window=bad)
+
+
+def _serve(*extra):
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from llmpara_core.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(["serve", "-m", "mistral-7b-v0.1", "-hw", "nvidia-h100-sxm", "-q", "FP8",
+                         "--framework", "tensorrt-llm", "--isl", "6000", "--osl", "300",
+                         "--max-load", "--requests", "60", "--format", "json", *extra])
+        except SystemExit as e:          # argparse refuses a bad choice with exit 2
+            code = e.code
+    return code, (json.loads(out.getvalue()) if code == 0 else None), err.getvalue()
+
+
+def test_cli_sliding_window_switch():
+    code, off, _ = _serve()
+    assert code == 0 and off["engine"]["sliding_window"] is False
+    code, on, _ = _serve("--sliding-window", "on")
+    assert code == 0 and on["engine"]["sliding_window"] is True
+    assert on["output_tokens_per_s"] > off["output_tokens_per_s"]
+    code, _, err = _serve("--sliding-window", "maybe")
+    assert code == 2 and "--sliding-window" in err and "Traceback" not in err

@@ -1,7 +1,7 @@
 """Reference for the serving engine's equivalence test (``test_serve_fast_path.py``): the
-iteration-level simulator exactly as it was before its hot loop was tuned for speed (main at
-3bef8f5), kept unchanged so the tuned ``llmpara_core.serving.engine`` can be checked against it
-bit for bit. Straightforward numpy on whole request arrays every step: gathers, searchsorted
+iteration-level simulator as it was before its hot loop was tuned for speed (main at 3bef8f5),
+plus the stack's sliding-window switch (``EngineConfig.sliding_window``), kept so the tuned
+``llmpara_core.serving.engine`` can be checked against it bit for bit. Straightforward numpy on whole request arrays every step: gathers, searchsorted
 queues, a feature row built from per-sequence arrays. Not used by the product.
 
 Original module docstring:
@@ -80,6 +80,10 @@ class _State:
 
     def __init__(self, cost: IterationCost, cfg: EngineConfig, spec: RequestSpec):
         self.cost, self.cfg = cost, cfg
+        # the window the stack applies (``EngineConfig.sliding_window``); without it the
+        # cost's windowed columns take the full pairs and keys (its coefficients are linear in
+        # them, so that is the cost of the model as if it had no window)
+        self.window = cost.window if cfg.sliding_window else None
         self.arr, self.isl, self.osl = draw(spec)
         n = len(self.arr)
         hit = np.floor(self.isl * cfg.prefix_hit_rate).astype(np.int64)
@@ -292,9 +296,9 @@ def _features(st: _State, ctx: np.ndarray, new: np.ndarray, logits: int) -> np.n
     pairs = new * (ctx - new) + new * (new + 1) / 2.0
     row = [1.0, T, float(logits), float(pairs.sum()), float(ctx.sum())]
     if cost.window:
-        w = cost.window
+        w = st.window
         row += [float(sum(causal_pairs(int(s), int(c), w) for s, c in zip(new, ctx))),
-                float(np.minimum(ctx, w + new - 1).sum())]
+                float(np.minimum(ctx, w + new - 1).sum())] if w else row[3:5]
     if cost.moe:
         row.append(cost.moe.expected_active_experts(T))
     return np.array(row)
@@ -381,8 +385,8 @@ def _decode_block(st: _State, dec: np.ndarray) -> int:
     F[:, 4] = F[:, 3]
     col = 5
     if cost.window:
-        w = cost.window
-        F[:, 5] = np.minimum(base[None, :] + 1 + j[:, None], w).sum(1)
+        w = st.window
+        F[:, 5] = np.minimum(base[None, :] + 1 + j[:, None], w).sum(1) if w else F[:, 3]
         F[:, 6] = F[:, 5]
         col = 7
     if cost.moe:

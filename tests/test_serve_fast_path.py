@@ -133,7 +133,8 @@ def test_feature_rows_equal_the_reference(key, scale):
     from types import SimpleNamespace
 
     from llmpara_core.serving import engine
-    st = SimpleNamespace(cost=_cost(key))
+    cost = _cost(key)
+    st = SimpleNamespace(cost=cost, window=cost.window)     # a stack that applies the window
     rng = np.random.default_rng(scale)
     past = 0
     for _ in range(20):

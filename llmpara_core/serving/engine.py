@@ -85,6 +85,10 @@ class _State:
 
     def __init__(self, cost: IterationCost, cfg: EngineConfig, spec: RequestSpec):
         self.cost, self.cfg = cost, cfg
+        # the window the stack applies (``EngineConfig.sliding_window``); without it the
+        # cost's windowed columns take the full pairs and keys (its coefficients are linear in
+        # them, so that is the cost of the model as if it had no window)
+        self.window = cost.window if cfg.sliding_window else None
         self.arr, self.isl, self.osl = draw(spec)
         n = len(self.arr)
         hit = np.floor(self.isl * cfg.prefix_hit_rate).astype(np.int64)
@@ -367,11 +371,11 @@ def _features(st: _State, base: np.ndarray, end: np.ndarray, c_new: np.ndarray,
     else:
         row = [1.0, float(T), float(logits), float(pairs), float(keys)]
     if cost.window:
-        w = cost.window
+        w = st.window
         ctx = np.concatenate([base + 1, end])
         new = np.concatenate([np.ones(nd, dtype=np.int64), c_new])
         row += [float(sum(causal_pairs(int(s), int(c), w) for s, c in zip(new, ctx))),
-                float(np.minimum(ctx, w + new - 1).sum())]
+                float(np.minimum(ctx, w + new - 1).sum())] if w else row[3:5]
     if cost.moe:
         row.append(cost.moe.expected_active_experts(float(T)))
     return np.array(row)
@@ -517,8 +521,9 @@ def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
     F[:, 4] = F[:, 3]
     col = 5
     if cost.window:
-        w = cost.window
-        F[:, 5:7] = np.minimum(base[None, :] + np.arange(1, k + 1)[:, None], w).sum(1)[:, None]
+        w = st.window
+        F[:, 5:7] = (np.minimum(base[None, :] + np.arange(1, k + 1)[:, None], w).sum(1)[:, None]
+                     if w else F[:, 3:4])
         col = 7
     if cost.moe:
         F[:, col] = cost.moe.expected_active_experts(nd)

@@ -199,3 +199,19 @@ def test_node_step_cost_is_charged_once_per_pass_only_across_nodes():
             assert rows[0].estimated_s == pytest.approx(5e-3)
             assert a.decode_breakdown.communication_s == pytest.approx(
                 b.decode_breakdown.communication_s + 5e-3, rel=1e-9)
+
+
+def test_shipped_tensor_parallel_profile_is_what_the_fit_produces():
+    """FasterTransformer's profile in the shipped table (memory, per-kernel cost and the
+    per-pass cost across nodes) is ``stack_fit.fit_tp_profiles``' output on the shipped
+    series, as ``scripts/fit_efficiency.py`` writes it (4 significant digits)."""
+    from dataclasses import replace as rep
+    from llmpara_core.calibration.efficiency import default_table
+    from llmpara_core.calibration.stack_fit import fit_tp_profiles
+    eff = default_table()
+    fws = {k: v for k, v in eff.frameworks.items() if k not in V.tp_fitted_stacks(eff)}
+    fitted = fit_tp_profiles(rep(eff, frameworks=fws), fws)["fastertransformer"].absolute
+    shipped = eff.frameworks["fastertransformer"].absolute
+    assert set(fitted) == set(shipped) >= {"memory", "kernel_overhead_s", "node_step_s"}
+    for f in fitted:
+        assert shipped[f] == pytest.approx(fitted[f], rel=1e-3), f

@@ -15,7 +15,10 @@
 3. A fleet sweep over (model, hardware, TP, rate) points with ``run_sweep``: one process vs
    ``--workers`` processes (``concurrent.futures``), wall time of each.
 
-The machine may be shared: quote medians and compare ratios.
+The machine may be shared: quote medians and compare ratios. To compare two versions of the
+code, run each one's copy of this script in the same minute, alternating (A B B A), e.g.
+``PYTHONPATH=/path/to/other nice -n 10 python /path/to/other/benchmarks/bench_serve.py ...``
+(the script puts its own checkout first on the path); report the load average beside them.
 """
 
 import argparse

@@ -172,7 +172,9 @@ class Efficiency:
     have at most that many rows (``gemm_rows``). ``expert_half_tokens`` > 0: a stack whose
     dense GEMMs sit flat on the curve (``gemm_half_tokens`` 0) still times a MoE layer's
     routed-expert GEMMs, each over its share of the rows, on a curve with that half-point
-    (``roofline.expert_flops_factor``). Set by the stack (the reference stack's class
+    (``roofline.expert_flops_factor``). ``node_step_s``: a fixed cost per forward pass of a
+    model instance that spans more than one node (``parallel``: one "node_step_sync" row on
+    its first stage), on top of its collectives. Set by the stack (the reference stack's class
     values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
@@ -195,6 +197,7 @@ class Efficiency:
     quant_gemm_int8: bool = False
     prompt_ubatch_tokens: float = 0.0
     expert_half_tokens: float = 0.0
+    node_step_s: float = 0.0
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")
@@ -214,6 +217,7 @@ class Efficiency:
         require_float("efficiency.prompt_ubatch_tokens", self.prompt_ubatch_tokens, lo=0,
                       hi=1e7)
         require_float("efficiency.expert_half_tokens", self.expert_half_tokens, lo=0, hi=1e6)
+        require_float("efficiency.node_step_s", self.node_step_s, lo=0, hi=1)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         for f in STREAM_FIELDS:
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,

@@ -296,6 +296,8 @@ def test_sidebar_names_the_default_follows_the_hardware_and_the_link_keeps_it():
     sb = at.sidebar.selectbox(key="fw")
     assert sb.value == "default" and sb.options[0] == "vLLM — default for datacenter GPUs"
     assert "generic (class fit) — stack-agnostic class fit, wider error" in sb.options
+    # the box cuts a line this long at 1440 px: the whole line is written under it
+    assert "vLLM — default for datacenter GPUs" in [c.value for c in at.sidebar.caption]
     default_numbers = at.session_state["overview_numbers"]
     assert "fw=vllm" in next(c.value for c in at.sidebar.code)
     at.sidebar.selectbox(key="hardware").set_value("nvidia-rtx-4090").run()

@@ -167,3 +167,35 @@ def test_held_out_series_never_sees_its_own_rows():
             assert x.predicted_tokens_per_s != base[x.measurement.row_id].predicted_tokens_per_s
         else:
             assert x == base[x.measurement.row_id]
+
+
+def test_node_step_cost_is_charged_once_per_pass_only_across_nodes():
+    """``Efficiency.node_step_s`` (FasterTransformer's fitted per-pass cost of an instance
+    across nodes) adds exactly its value to every pass of an instance that spans nodes --
+    once, however many pipeline micro-batches -- and nothing inside one node."""
+    from dataclasses import replace as rep
+    from llmpara_core.parallel import ParallelPlan, shard_analyze
+    from llmpara_core.workload import Workload
+    table = P.load_tp_measurements()
+    hw = table.setups["ft-superpod"].hardware
+    model = table.models["gpt-20b-ft"]
+    prec = P._precision(next(r for r in table.rows if r.model == "gpt-20b-ft"))
+    eff = hw.effective_efficiency
+    with_cost = rep(hw, efficiency=rep(eff, node_step_s=5e-3))
+    without = rep(hw, efficiency=rep(eff, node_step_s=0.0))
+    for plan, batch, across in ((ParallelPlan(tp=16), 1, True), (ParallelPlan(tp=8, pp=3), 8,
+                                                                 True),
+                                (ParallelPlan(tp=8), 1, False)):
+        wl = Workload(batch=batch, prompt_len=60, gen_len=20)
+        a = shard_analyze(model, with_cost, prec, wl, plan)
+        b = shard_analyze(model, without, prec, wl, plan)
+        extra = 5e-3 if across else 0.0
+        assert a.estimated.tpot_s == pytest.approx(b.estimated.tpot_s + extra, rel=1e-9)
+        assert a.estimated.ttft_s == pytest.approx(b.estimated.ttft_s + extra, rel=1e-9)
+        assert a.ideal.tpot_s == pytest.approx(b.ideal.tpot_s, rel=1e-12)
+        rows = [r for r in a.decode[0].rows if r.name == "node_step_sync"]
+        assert len(rows) == int(across)
+        if across:
+            assert rows[0].estimated_s == pytest.approx(5e-3)
+            assert a.decode_breakdown.communication_s == pytest.approx(
+                b.decode_breakdown.communication_s + 5e-3, rel=1e-9)

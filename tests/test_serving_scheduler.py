@@ -36,9 +36,9 @@ def _passes(monkeypatch, cost, cfg, spec=SPEC):
     seen = []
     orig = engine._mixed_iteration
 
-    def spy(st, dec, chunks):
+    def spy(st, dec, chunks, *rest):
         seen.append((len(dec), len(chunks)))
-        return orig(st, dec, chunks)
+        return orig(st, dec, chunks, *rest)
     monkeypatch.setattr(engine, "_mixed_iteration", spy)
     res = simulate(cost, cfg, spec)
     return seen, res

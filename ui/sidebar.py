@@ -322,6 +322,9 @@ def _hardware_pick():
                       "consumer GPUs, unified-memory SoCs and CPUs; no profile on NPUs, PIM, "
                       "chiplets and ASICs). Generic = the class's fitted values without a "
                       "stack profile: stack-agnostic, with a wider error.")
+    stack_label = stack_option_label(ss["fw"], base)
+    if len(stack_label) > _SELECT_CHARS:        # the box cuts it: the whole line below
+        st.caption(escape_md(stack_label))
     n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
     if n_over:
         st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active "

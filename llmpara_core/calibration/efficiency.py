@@ -212,6 +212,7 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "act_quant_kernels": ("act_quant_kernels", 1.0),
                  "spec_host_seq_us": ("spec_host_seq_s", S_PER_US),
                  "tp_row_copy_us": ("tp_row_copy_s", S_PER_US),
+                 "node_step_us": ("node_step_s", S_PER_US),
                  "stream_bytes_per_cu_cycle": ("stream_bytes_per_cu_cycle", 1.0),
                  "quant_stream_bytes_per_cu_cycle": ("quant_stream_bytes_per_cu_cycle", 1.0)}
 
@@ -541,6 +542,11 @@ HEADER = """\
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
 #                  vs number of GPUs (fitting.fit_stage_hop).
+#                  node_step_us (FasterTransformer): fixed cost per pass of a model instance
+#                  that spans more than one node, on top of its collectives (fitted with its
+#                  memory and kernel_overhead_us on the tensor-parallel series: its
+#                  Megatron-530B rows across 2-4 nodes run 10-16 ms per pass slower than
+#                  their bytes, kernels and collectives, at TP16, TP32 and TP8 x PP3 alike).
 #                  stream_bytes_per_cu_cycle, quant_stream_bytes_per_cu_cycle (llama.cpp) =
 #                  the most weight bytes per compute unit (SM / CU / Xe core) per clock cycle
 #                  its matrix-vector kernels stream, for 16-bit and for quantised weights: a

@@ -219,6 +219,17 @@ def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,
 # no other rows measure them: weight-streaming fraction and per-kernel cost (no CUDA graphs:
 # every launch is paid, and it does not shrink as TP divides the work).
 TP_FIT_FIELDS = (("memory", 0.6, 0.2, 0.95), ("kernel_overhead_s", 5e-6, 1e-7, 1e-3))
+# Fitted as well where the stack's rows include instances across nodes: its fixed cost per pass
+# of such an instance (``Efficiency.node_step_s``). FasterTransformer's Megatron-530B rows
+# (TP16 on 2 nodes, TP32 on 4, TP8 x PP3 on 3) run 10-16 ms per pass slower than their
+# bytes, kernels and collectives, whatever the layout -- a per-pass cost, not a link rate.
+NODE_FIT_FIELD = ("node_step_s", 1e-3, 1e-6, 0.1)
+
+
+def spans_nodes(tp, r) -> bool:
+    """Whether row ``r`` of tensor-parallel table ``tp`` runs one instance across nodes."""
+    ic = tp.setups[r.setup].hardware.interconnect
+    return bool(ic is not None and ic.devices_per_node and r.tp * r.pp > ic.devices_per_node)
 TP_FIT_NOTE = "fitted on the tensor-parallel series (tp_measurements): end-to-end tokens/s"
 
 
@@ -235,10 +246,12 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict, tp=None) -> dict:
         rows = [r for r in tp.rows if tp.setups[r.setup].efficiency_profile == name]
         meas = np.array([r.decode_tokens_per_s for r in rows])
         base = {k: replace(v.hardware, efficiency=None) for k, v in tp.setups.items()}
+        fields = TP_FIT_FIELDS + ((NODE_FIT_FIELD,) if any(spans_nodes(tp, r) for r in rows)
+                                  else ())
 
         def unpack(x) -> dict:
             return {f: float(min(hi, max(lo, math.exp(v))))
-                    for (f, _, lo, hi), v in zip(TP_FIT_FIELDS, x)}
+                    for (f, _, lo, hi), v in zip(fields, x)}
 
         def loss(x):
             check_time_budget()
@@ -249,8 +262,8 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict, tp=None) -> dict:
             tt = replace(tp, setups=setups)
             pred = np.array([predict_row(tt, r) for r in rows])
             return float(np.mean(huber(np.log(pred / meas))))
-        x0 = np.array([math.log(v) for _, v, _, _ in TP_FIT_FIELDS])
-        x = nelder_mead(loss, x0, step=0.5, iters=120, tol=1e-9)
+        x0 = np.array([math.log(v) for _, v, _, _ in fields])
+        x = nelder_mead(loss, x0, step=0.5, iters=60 * len(fields), tol=1e-9)
         out[name] = FrameworkProfile(name, FRAMEWORKS[name][0], rows=len(rows),
                                      absolute={**cited_absolute(name), **unpack(x)},
                                      note=TP_FIT_NOTE)

@@ -76,6 +76,10 @@ def register(subparsers) -> None:
                    help="mixed (default): decodes and prompt chunks share a pass; "
                         "prefill-first: vLLM V0's default (chunked prefill off) -- a pass "
                         "that runs prompts stalls the decodes")
+    e.add_argument("--sliding-window", choices=("on", "off"),
+                   help="whether the engine applies a sliding-window model's window (default: "
+                        "the framework's; TensorRT-LLM off -- trtllm-bench sets no max "
+                        "attention window, so every cached token is kept and read)")
     e.add_argument("--block-size", type=positive_int, help="KV-cache block [tokens]")
     e.add_argument("--kv-memory-fraction", type=bounded("unit_fraction", "KV memory fraction", lo_open=True),
                    help="share of the memory left after weights and activations for KV")
@@ -105,7 +109,9 @@ def register(subparsers) -> None:
 def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
     chunked = None if args.chunked_prefill is None else args.chunked_prefill == "on"
     mixed = None if args.scheduler is None else args.scheduler == "mixed"
+    window = None if args.sliding_window is None else args.sliding_window == "on"
     return engine_config(framework, max_batch=args.max_batch, mixed_batches=mixed,
+                         sliding_window=window,
                          max_num_tokens=args.max_num_tokens, chunked_prefill=chunked,
                          block_size=args.block_size, kv_memory_fraction=args.kv_memory_fraction,
                          policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate)

@@ -214,6 +214,10 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
         c = _cost(net, phase, s, name, kind, n, m, count, group, nodes)
         out.append(replace(c, estimated_s=c.estimated_s + copy_s)
                    if name == "tp_row_split_copy" else c)
+    node_s = _node_step_s(ctx)
+    if s == 0 and node_s:  # the stack's fixed cost per pass of an instance across nodes
+        out.append(CommCost(phase, s, NODE_STEP, Collective.SEND_RECV, plan.pp * grp, 0.0,
+                            0.0, 1, "model", _nodes_spanned(net, 0, plan.pp * grp), 0.0, node_s))
     if plan.pp > 1:
         if not last:
             nodes = 1 + any(net.node(r) != net.node(r + grp) for r in range(base, base + grp))
@@ -226,6 +230,19 @@ def _device_comms(ctx: _Ctx, s: int, batch: int, new: int, logits: int,
             out.append(_cost(net, phase, s, "pp_return_tokens", Collective.SEND_RECV, 2,
                              batch * TOKEN_ID_BYTES, 1, "model", nodes))
     return out
+
+
+NODE_STEP = "node_step_sync"
+
+
+def _node_step_s(ctx: _Ctx) -> float:
+    """The stack's fixed cost per pass (``Efficiency.node_step_s``) where the instance spans
+    more than one node, else 0. Once per pass, whatever the micro-batches: it is kept out of
+    the stage times the pipeline combines and added to the phase (``_shard_cached``)."""
+    node_s, net, plan = ctx.hardware.effective_efficiency.node_step_s, ctx.net, ctx.layout.plan
+    if not node_s or net is None:
+        return 0.0
+    return node_s if _nodes_spanned(net, 0, plan.pp * plan.tp * plan.dp) > 1 else 0.0
 
 
 def _nodes_spanned(net: Net, first_rank: int, size: int) -> int:
@@ -268,7 +285,7 @@ def _pipeline(times: list[float], m: int, decode: bool) -> float:
 
 
 def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: float,
-               ctx: _Ctx) -> TimeBreakdown:
+               ctx: _Ctx, node_s: float = 0.0) -> TimeBreakdown:
     """Estimated split of the latency path (every stage once) plus pipeline wait. Overhead
     holds the kernel launches and the stack's per-pass cost (step and per-sequence overhead:
     the stage's time beyond its operator rows)."""
@@ -292,8 +309,8 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
                 mem += rest
         overhead += t.comp_est - rows_s
         comm += t.comm_est - min(ov * t.comm_est, t.comp_est)
-    path = sum(_stage_time(t, ov, True) for t in times)
-    return TimeBreakdown(comp, mem, overhead, comm, max(0.0, phase_s - path))
+    path = sum(_stage_time(t, ov, True) for t in times) + node_s
+    return TimeBreakdown(comp, mem, overhead, comm + node_s, max(0.0, phase_s - path))
 
 
 def _bubble(times: list[float], m: int, phase_s: float) -> float:
@@ -335,9 +352,12 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     mem = [p.memory for p in passes]
     ov = plan.overlap
     timings, phase_s = {}, {}
+    node_s = _node_step_s(ctx)
     for est in (False, True):
-        pre = _pipeline([_stage_time(t, ov, est) for t in pre_t], m, decode=False)
-        dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True)
+        extra = node_s if est else 0.0
+        pre = (_pipeline([_stage_time(t, ov, est) for t in pre_t], m, decode=False)
+               + (extra if wl.prompt_len else 0.0))
+        dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True) + extra
         timings[est] = _timing(wl, pre, dec, steps)
         phase_s[est] = (pre, dec)
     pre_e, dec_e = phase_s[True]
@@ -349,7 +369,8 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     return ShardReport(
         model, hardware, precision, workload, lay, tuple(mem), pre_ph, dec_ph,
         tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
-        _breakdown(pre_ph, pre_t, pre_e, ctx), _breakdown(dec_ph, dec_t, dec_e, ctx),
+        _breakdown(pre_ph, pre_t, pre_e, ctx, node_s), _breakdown(dec_ph, dec_t, dec_e, ctx,
+                                                                 node_s),
         _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
         _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),
         single.estimated, single.memory.fits, _max_batch(mem, lay, ctx), tuple(notes))
@@ -367,6 +388,9 @@ class _StagePass:
 
 
 def _comm_times(comms: list[CommCost]) -> tuple[float, float]:
+    """(ideal, estimated) time of a stage's collectives per pass; the per-pass node step is
+    added once per phase instead (``_node_step_s``)."""
+    comms = [c for c in comms if c.name != NODE_STEP]
     return (sum(c.ideal_s * c.count for c in comms),
             sum(c.estimated_s * c.count for c in comms))
 

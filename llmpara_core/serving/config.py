@@ -31,6 +31,10 @@ class EngineConfig:
     # (github vllm-project/vllm v0.4.3, vllm/core/scheduler.py, Scheduler._schedule_default:
     # "Don't schedule decodes if prefills are scheduled.")
     mixed_batches: bool = True
+    # False: the engine keeps and reads every cached token of a sliding-window model (no
+    # rolling buffer): its attention and KV reads run to the full context, as if the model had
+    # no window. A property of how a stack is run, not of the model (``FRAMEWORK_DEFAULTS``).
+    sliding_window: bool = True
 
     def __post_init__(self):
         require_int("max batch", self.max_batch, 1, MAX_SIZE)
@@ -50,6 +54,8 @@ class EngineConfig:
             raise ConfigError("chunked prefill must be true or false")
         if not isinstance(self.mixed_batches, bool):
             raise ConfigError("mixed batches must be true or false")
+        if not isinstance(self.sliding_window, bool):
+            raise ConfigError("sliding window must be true or false")
         if self.max_batch > self.max_num_tokens:
             raise ConfigError(f"max batch {self.max_batch} exceeds max-num-tokens "
                               f"{self.max_num_tokens}: a full batch's decode tokens would not "
@@ -65,7 +71,7 @@ class FrameworkDefaults:
 FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
     "tensorrt-llm": FrameworkDefaults(
         EngineConfig(max_batch=2048, max_num_tokens=8192, chunked_prefill=True, block_size=64,
-                     kv_memory_fraction=0.9, policy="reserve"),
+                     kv_memory_fraction=0.9, policy="reserve", sliding_window=False),
         "TensorRT-LLM: trtllm-build defaults max_batch_size 2048, max_num_tokens 8192 "
         "(trtllm-build reference, https://nvidia.github.io/TensorRT-LLM/commands/"
         "trtllm-build.html; values as remembered for v0.11+, check your release); KV cache "
@@ -73,7 +79,16 @@ FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
         "kvcacheconfig.html); capacity scheduler GUARANTEED_NO_EVICT by default "
         "(performance-tuning-guide/useful-runtime-flags); tokens_per_block 64 (as remembered, "
         "not re-checked); chunked context on, as trtllm-bench runs it (its published max-load "
-        "rows include 20000-token prompts, longer than any max_num_tokens it uses)"),
+        "rows include 20000-token prompts, longer than any max_num_tokens it uses); no sliding "
+        "window: TensorRT-LLM applies one only when the run sets max_attention_window "
+        "(examples/llama/README.md, 'Mistral v0.1': '--max_attention_window_size' 'regulates "
+        "both sliding window attention in the context phase and rolling buffer cache in the "
+        "generation phase', passed to run.py by hand; github NVIDIA/TensorRT-LLM@3c44cb97), and "
+        "trtllm-bench's executor sets only free_gpu_memory_fraction in its KvCacheConfig "
+        "(tensorrt_llm/bench/benchmark/dataclasses.py, ExecutorSettingsConfig."
+        "get_kvcache_config; github NVIDIA/TensorRT-LLM@04a2cacb), so each sequence keeps and "
+        "attends to all its tokens (executor.h KvCacheConfig: only an explicit max attention "
+        "window caps them)"),
     "vllm": FrameworkDefaults(
         EngineConfig(max_batch=256, max_num_tokens=8192, chunked_prefill=True, block_size=16,
                      kv_memory_fraction=0.9, policy="on-demand"),

@@ -84,6 +84,7 @@ TENSOR_DUTY: float | None = 0.47
 INLINE_ECC_RATE = 15 / 16
 _TP_ALL_REDUCES = ("tp_all_reduce_attn", "tp_all_reduce_ffn", "embedding_all_reduce")
 RESIDUAL_BITS = 16
+_NO_COMM = 0.0      # the collective time of a stage that has none (``_stage_parts``)
 
 # (batch, new tokens, context) points the coefficients are fitted on; context > new tokens
 # whenever new tokens > 1 keeps MLA models in one (absorbed) form.
@@ -149,6 +150,7 @@ class IterationCost:
         self._combined = tuple(self._combine(st) for st in self.stages)
         self._bus = nccl_bus_bytes_per_s(hw)
         self._tc = tuple(self._tensor_work(st) for st in self.stages)
+        self._no_comm = tuple(not st.ar_count and not st.comm.any() for st in self.stages)
         # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
         # H200 "CTS") moves its power wall in proportion (first order: dynamic power ~ clock)
         self.recorder: list | None = None       # duty_fit: the parts of every pass timed
@@ -202,10 +204,16 @@ class IterationCost:
         eff, r = self._eff, self._rates
         m = np.maximum(np.asarray(tokens, dtype=float), 1.0)
         peak = r.flops_per_s / eff.compute            # the data type's dense peak
-        frac = (eff.compute * m / (m + eff.gemm_half_tokens) if eff.gemm_half_tokens > 0
-                else np.full_like(m, eff.compute))
-        per_pass = eff.step_overhead_s + eff.seq_overhead_s * np.asarray(batch, dtype=float)
-        return peak * frac, per_pass
+        if eff.gemm_half_tokens > 0:
+            attain = peak * (eff.compute * m / (m + eff.gemm_half_tokens))
+        else:                       # a flat GEMM share (peak x share per element, as before)
+            attain = np.empty_like(m)
+            attain.fill(peak * eff.compute)
+        if isinstance(batch, (int, float)):     # one batch for every row: a scalar cost
+            per_pass = eff.step_overhead_s + eff.seq_overhead_s * float(batch)
+        else:
+            per_pass = eff.step_overhead_s + eff.seq_overhead_s * np.asarray(batch, dtype=float)
+        return attain, per_pass
 
     # ---- fitting -----------------------------------------------------------------------------
     def feature_row(self, b: int, s: int, c: int) -> list[float]:
@@ -289,7 +297,8 @@ class IterationCost:
     def time_s(self, F: np.ndarray, n_seqs) -> np.ndarray:
         """Estimated time [s] of iterations with feature rows ``F`` (n, features) and
         ``n_seqs`` sequences each (pipeline microbatches = min(sequences, PP))."""
-        F = np.atleast_2d(np.asarray(F, dtype=float))
+        if not (type(F) is np.ndarray and F.ndim == 2 and F.dtype == np.float64):
+            F = np.atleast_2d(np.asarray(F, dtype=float))
         pp = len(self.stages)
         if pp == 1:
             return self._stage_times(0, F, n_seqs)
@@ -308,7 +317,11 @@ class IterationCost:
             fp8 = self._rates.dtype_used is DType.FP8
             self.recorder.append((comp, work if fp8 else np.zeros_like(work),
                                   np.broadcast_to(comm, comp.shape)))
-        comp = self.power_walled(comp * self.time_scale, work)
+        if self.time_scale != 1.0:
+            comp = comp * self.time_scale
+        comp = self.power_walled(comp, work)
+        if comm is _NO_COMM:            # no collectives: comp + 0 - min(0, comp) is comp
+            return comp
         return comp + comm - np.minimum(self.plan.overlap * comm, comp)
 
     def power_walled(self, comp: np.ndarray, work: np.ndarray,
@@ -342,6 +355,8 @@ class IterationCost:
         comp = np.maximum((F @ flops_c) / flops_per_s,
                           (F @ mem_c) * (1.0 / self.memory_bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
+        if self._no_comm[i]:
+            return comp, F @ self._tc[i], _NO_COMM
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
         if st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(

@@ -16,10 +16,22 @@ The time of an iteration is ``IterationCost.time_s`` of its mix. Stretches of pu
 (no prompt to run, nobody admissible) are advanced in one vectorised block up to the next
 event (a completion, an arrival that can be admitted, the KV cache filling up), which gives
 exactly the per-iteration result at a fraction of the cost.
+
+The loop runs ~20,000 scheduling steps for 10,000 requests at a Poisson rate, so it is written
+for per-step overhead (issue 31: <= 2 s on one core with drawn lengths): the decoders' arrays
+are gathered once per step, the arrival queue is a pointer moved by bisection, one-chunk passes
+and finishing requests use Python integers, the log is one tuple per step. Its numbers are the
+straightforward loop's *bit for bit* -- ``tests/serve_reference_engine.py`` keeps that loop and
+``tests/test_serve_fast_path.py`` compares every output over random scenarios: sums of whole
+numbers (tokens, pairs, keys, blocks) are formed in integers, exact in float64 below 2^53 as a
+float sum of them is in any order (larger ones take the float path), other float sums keep
+their order, and every ``IterationCost.time_s`` call keeps its shape (BLAS may round a row
+timed alone differently from the same row inside a matrix).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +85,10 @@ class _State:
 
     def __init__(self, cost: IterationCost, cfg: EngineConfig, spec: RequestSpec):
         self.cost, self.cfg = cost, cfg
+        # the window the stack applies (``EngineConfig.sliding_window``); without it the
+        # cost's windowed columns take the full pairs and keys (its coefficients are linear in
+        # them, so that is the cost of the model as if it had no window)
+        self.window = cost.window if cfg.sliding_window else None
         self.arr, self.isl, self.osl = draw(spec)
         n = len(self.arr)
         hit = np.floor(self.isl * cfg.prefix_hit_rate).astype(np.int64)
@@ -86,9 +102,11 @@ class _State:
         self.run: list[int] = []                   # admission order
         self.prefilling: list[int] = []            # running requests with prompt left
         self.arr_list = self.arr.tolist()
+        self.n = n
         self.preempted: list[int] = []
         self.next_new = 0
         self.now = 0.0
+        self.n_arrived = bisect_right(self.arr_list, 0.0)   # requests with arrival <= now
         self.cap_tokens = kv_capacity_tokens(cost, cfg)
         self.blocks = self.cap_tokens // cfg.block_size
         self.free = self.blocks
@@ -97,20 +115,19 @@ class _State:
         self.integral = 0.0
         self.iterations = 0
         self.fsum = np.zeros(len(cost.features))
-        self.log = {k: [] for k in ("t_s", "dt_s", "iterations", "running", "waiting",
-                                    "kv_used", "preemptions", "tokens")}
+        self.log_rows: list[tuple] = []            # one tuple of _LOG_KEYS per step
 
     # ---- queue -------------------------------------------------------------------------------
     def arrived(self) -> int:
-        return int(np.searchsorted(self.arr, self.now, side="right"))
+        return self.n_arrived
 
     def queued(self) -> int:
-        return len(self.preempted) + self.arrived() - self.next_new
+        return len(self.preempted) + self.n_arrived - self.next_new
 
     def head(self) -> int | None:
         if self.preempted:
             return self.preempted[0]
-        if self.next_new < len(self.arr_list) and self.arr_list[self.next_new] <= self.now:
+        if self.next_new < self.n and self.arr_list[self.next_new] <= self.now:
             return self.next_new
         return None
 
@@ -122,6 +139,41 @@ class _State:
 
     def blocks_for(self, tokens) -> np.ndarray:
         return -(-np.asarray(tokens) // self.cfg.block_size)
+
+    def advance(self, dt: float, in_system: int) -> None:
+        """Move the clock on by ``dt`` with ``in_system`` requests running or queued; requests
+        arriving meanwhile join the queue (their share of the in-system integral counted)."""
+        t1 = self.now + dt
+        self.now = t1
+        lo = self.n_arrived
+        hi = bisect_right(self.arr_list, t1, lo)
+        self.n_arrived = hi
+        # queue time inside (t0, t1] of the arrivals: the sum as numpy forms it (one or two
+        # terms add the same in any order; three or more in numpy's order, bit for bit)
+        if hi == lo:
+            late = 0.0
+        elif hi - lo == 1:
+            late = t1 - self.arr_list[lo]
+        elif hi - lo == 2:
+            late = 2 * t1 - (self.arr_list[lo] + self.arr_list[lo + 1])
+        else:
+            late = float((hi - lo) * t1 - self.arr[lo:hi].sum())
+        self.integral += in_system * dt + late
+
+    def jump_to(self, t: float) -> None:
+        """Idle until ``t`` (nobody running or queued)."""
+        self.now = t
+        self.n_arrived = bisect_right(self.arr_list, t, self.n_arrived)
+
+
+_LOG_KEYS = ("t_s", "dt_s", "iterations", "running", "waiting", "kv_used", "preemptions",
+             "tokens")
+_NONE = np.zeros(0, dtype=np.int64)
+_EXACT = 2 ** 53            # integer sums below this are exact in float64 in any order
+_BUDGET_EVERY = 16          # steps between time-budget checks
+_sum = np.add.reduce        # ndarray.sum without its Python wrapper (the same reduction)
+_any = np.logical_or.reduce
+_min = np.minimum.reduce
 
 
 def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
@@ -142,13 +194,20 @@ def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
                           f"{st.cap_tokens} tokens available")
     finished = 0
     last_report = 0
+    steps = 0
+    every = max(1, n // 50)
     while finished < n:
-        check_time_budget(f"{finished:,} of {n:,} requests simulated")
-        finished += _step(st)
-        if progress is not None and finished - last_report >= max(1, n // 50):
-            last_report = finished
-            progress(finished / n)
-    log = {k: np.asarray(v) for k, v in st.log.items()}
+        if steps % _BUDGET_EVERY == 0:
+            check_time_budget(f"{finished:,} of {n:,} requests simulated")
+        steps += 1
+        got = _step(st)
+        if got:
+            finished += got
+            if progress is not None and finished - last_report >= every:
+                last_report = finished
+                progress(finished / n)
+    cols = list(zip(*st.log_rows)) if st.log_rows else [[] for _ in _LOG_KEYS]
+    log = {k: np.asarray(v) for k, v in zip(_LOG_KEYS, cols)}
     notes = []
     if cost.model.mla is not None:
         notes.append("MLA: prefill chunks use the absorbed attention form (overstates their "
@@ -166,14 +225,17 @@ def _step(st: _State) -> int:
         # prefill first (vLLM V0): a pass with prompts to run carries no decode tokens
         chunks = _schedule_prefill(st, cfg.max_num_tokens)
         if chunks:
-            return _mixed_iteration(st, np.zeros(0, dtype=np.int64), chunks)
+            return _mixed_iteration(st, _NONE, chunks, _NONE)
     if st.prefilling:
         pre = set(st.prefilling)
         dec = np.array([i for i in st.run if i not in pre], dtype=np.int64)
     else:
         dec = np.array(st.run, dtype=np.int64)
+    held = None
     if len(dec) and cfg.policy == "on-demand":
-        dec = _grow_decode_blocks(st, dec)
+        dec, base, held = _grow_decode_blocks(st, dec)
+    else:
+        base = st.done[dec]
     budget = cfg.max_num_tokens - len(dec)
     chunks = _schedule_prefill(st, budget) if cfg.mixed_batches else []
     if not len(dec) and not chunks:
@@ -182,29 +244,37 @@ def _step(st: _State) -> int:
             return 0
         if st.head() is not None:
             raise ConfigError("the scheduler is stuck: a request cannot get KV-cache blocks")
-        st.now = float(st.arr[st.next_new])          # idle until the next arrival
+        st.jump_to(st.arr_list[st.next_new])          # idle until the next arrival
         return 0
     if not chunks and len(dec):
-        return _decode_block(st, dec)
-    return _mixed_iteration(st, dec, chunks)
+        return _decode_block(st, dec, base, held)
+    return _mixed_iteration(st, dec, chunks, base)
 
 
-def _grow_decode_blocks(st: _State, dec: np.ndarray) -> np.ndarray:
+def _grow_decode_blocks(st: _State, dec: np.ndarray):
     """Give every decoding request the block its next token needs; preempt the most recently
-    admitted requests (recompute) while blocks are short. Returns the decoders kept."""
-    need = np.maximum(st.blocks_for(st.done[dec] + 1) - st.held[dec], 0)
-    total = int(need.sum())
+    admitted requests (recompute) while blocks are short. Returns the decoders kept, their
+    cached tokens and the blocks they hold."""
+    bs = st.cfg.block_size
+    base = st.done[dec]
+    held = st.held[dec]
+    need = (base + bs) // bs - held                 # blocks for one more token, minus held
+    np.maximum(need, 0, out=need)
+    total = int(_sum(need))
     while total > st.free and st.run:
         v = st.run.pop()
         _preempt(st, v)
         pos = np.nonzero(dec == v)[0]
         if len(pos):
-            total -= int(need[pos[0]])
-            dec = np.delete(dec, pos[0])
-            need = np.delete(need, pos[0])
-    st.held[dec] += need
-    st.free -= int(need.sum())
-    return dec
+            p = pos[0]
+            total -= int(need[p])
+            dec, need = np.delete(dec, p), np.delete(need, p)
+            base, held = np.delete(base, p), np.delete(held, p)
+    if total:
+        held = held + need
+        st.held[dec] = held
+        st.free -= total
+    return dec, base, held
 
 
 def _preempt(st: _State, i: int) -> None:
@@ -222,6 +292,8 @@ def _schedule_prefill(st: _State, budget: int) -> list[tuple[int, int]]:
     """(request, tokens) prompt chunks of this iteration: running prompts first, then admitted
     requests in arrival order (preempted first)."""
     cfg = st.cfg
+    if not st.prefilling and st.head() is None:
+        return []
     chunks = []
     for i in list(st.prefilling):
         if budget <= 0:
@@ -266,143 +338,220 @@ def _fit_chunk(st: _State, i: int, want: int, rest: int) -> int:
         return 0
     if st.cfg.policy == "reserve":
         return want
-    have = int(st.held[i]) + st.free
-    fits = have * st.cfg.block_size - int(st.done[i])
-    c = min(want, fits)
+    bs = st.cfg.block_size
+    held = int(st.held[i])
+    done = int(st.done[i])
+    c = min(want, (held + st.free) * bs - done)
     if c <= 0 or (not st.cfg.chunked_prefill and c < rest):
         return 0
-    new = int(st.blocks_for(st.done[i] + c)) - int(st.held[i])
+    new = (done + c + bs - 1) // bs - held
     if new > 0:
-        st.held[i] += new
+        st.held[i] = held + new
         st.free -= new
     return c
 
 
-def _features(st: _State, ctx: np.ndarray, new: np.ndarray, logits: int) -> np.ndarray:
-    """Feature row of an iteration whose sequences add ``new`` tokens reaching ``ctx``."""
+def _features(st: _State, base: np.ndarray, end: np.ndarray, c_new: np.ndarray,
+              logits: int) -> np.ndarray:
+    """Feature row of an iteration in which decoders at ``base`` cached tokens add one token
+    each and prompt chunks add ``c_new`` tokens reaching ``end``. Every feature but X is a sum
+    of whole numbers, formed exactly in integers (what a float sum of them gives, in any
+    order, while it stays below 2^53)."""
     cost = st.cost
-    T = float(new.sum())
-    pairs = new * (ctx - new) + new * (new + 1) / 2.0
-    row = [1.0, T, float(logits), float(pairs.sum()), float(ctx.sum())]
+    nd = len(base)
+    dec_ctx = int(base.sum()) + nd                   # decoders: context base + 1, one pair each
+    T = nd + int(c_new.sum())
+    pairs = dec_ctx + int((c_new * (end - c_new) + c_new * (c_new + 1) // 2).sum())
+    keys = dec_ctx + int(end.sum())
+    if pairs >= _EXACT or keys >= _EXACT:
+        ctx = np.concatenate([base + 1, end])
+        new = np.concatenate([np.ones(nd, dtype=np.int64), c_new])
+        p = new * (ctx - new) + new * (new + 1) / 2.0
+        row = [1.0, float(T), float(logits), float(p.sum()), float(ctx.sum())]
+    else:
+        row = [1.0, float(T), float(logits), float(pairs), float(keys)]
     if cost.window:
-        w = cost.window
+        w = st.window
+        ctx = np.concatenate([base + 1, end])
+        new = np.concatenate([np.ones(nd, dtype=np.int64), c_new])
         row += [float(sum(causal_pairs(int(s), int(c), w) for s, c in zip(new, ctx))),
-                float(np.minimum(ctx, w + new - 1).sum())]
+                float(np.minimum(ctx, w + new - 1).sum())] if w else row[3:5]
     if cost.moe:
-        row.append(cost.moe.expected_active_experts(T))
+        row.append(cost.moe.expected_active_experts(float(T)))
     return np.array(row)
 
 
 def _record(st: _State, t0: float, dt: float, k: int, running: int, waiting: int,
             tokens: float) -> None:
-    log = st.log
-    log["tokens"].append(tokens)
-    log["t_s"].append(t0)
-    log["dt_s"].append(dt)
-    log["iterations"].append(k)
-    log["running"].append(running)
-    log["waiting"].append(waiting)
-    log["kv_used"].append((st.blocks - st.free) / st.blocks)
-    log["preemptions"].append(st.preemptions)
+    st.log_rows.append((t0, dt, k, running, waiting, (st.blocks - st.free) / st.blocks,
+                        st.preemptions, tokens))
 
 
-def _arrivals_integral(st: _State, t0: float, t1: float) -> float:
-    """Queue time inside (t0, t1] of requests arriving then (they join the queue)."""
-    lo, hi = np.searchsorted(st.arr, (t0, t1), side="right")
-    return float((hi - lo) * t1 - st.arr[lo:hi].sum()) if hi > lo else 0.0
+def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],
+                     base: np.ndarray) -> int:
+    """One iteration of decode tokens for ``dec`` (cached tokens ``base``) and prompt chunks."""
+    if len(chunks) == 1 and not st.cost.window:
+        return _one_chunk_iteration(st, dec, chunks[0][0], chunks[0][1], base)
+    return _mixed_general(st, dec, chunks, base)
 
 
-def _mixed_iteration(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]]) -> int:
+def _mixed_general(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],
+                   base: np.ndarray) -> int:
     idx = np.array([i for i, _ in chunks], dtype=np.int64)
     c_new = np.array([c for _, c in chunks], dtype=np.int64)
-    completes = st.done[idx] + c_new >= st.tgt[idx]
-    ctx = np.concatenate([st.done[dec] + 1, st.done[idx] + c_new])
-    new = np.concatenate([np.ones(len(dec), dtype=np.int64), c_new])
-    F = _features(st, ctx, new, len(dec) + int(completes.sum()))
-    n_seq = len(dec) + len(idx)
-    dt = st.cost.time_one_s(F, n_seq)
+    nd = len(dec)
+    end = st.done[idx] + c_new
+    completes = end >= st.tgt[idx]
+    n_complete = int(completes.sum())
+    F = _features(st, base, end, c_new, nd + n_complete)
+    dt = st.cost.time_one_s(F, nd + len(idx))
     t0 = st.now
-    waiting = st.queued()
-    st.now += dt
-    st.integral += (len(st.run) + waiting) * dt + _arrivals_integral(st, t0, st.now)
+    running, waiting = len(st.run), st.queued()
+    st.advance(dt, running + waiting)
     st.busy += dt
     st.iterations += 1
     st.fsum += F
-    _record(st, t0, dt, 1, len(st.run), waiting, float(F[1]))
-    st.done[dec] += 1
-    st.gen[dec] += 1
-    st.done[idx] += c_new
-    fresh = idx[completes]
-    if len(fresh):
-        gone = set(fresh.tolist())
-        st.prefilling = [i for i in st.prefilling if i not in gone]
-    st.gen[fresh] += 1
-    newly = fresh[np.isnan(st.first[fresh])]
-    st.first[newly] = st.now
-    return _finish(st, np.concatenate([dec, fresh]))
-
-
-def _finish(st: _State, cand: np.ndarray) -> int:
-    done = cand[st.gen[cand] >= st.osl[cand]]
-    if not len(done):
+    _record(st, t0, dt, 1, running, waiting, float(F[1]))
+    st.done[idx] = end
+    gone = []
+    if nd:
+        st.done[dec] = base + 1
+        g = st.gen[dec] + 1
+        st.gen[dec] = g
+        over = g >= st.osl[dec]
+        if over.any():
+            gone.append(dec[over])
+    if n_complete:
+        fresh = idx[completes] if n_complete < len(idx) else idx
+        out = set(fresh.tolist())
+        st.prefilling = [i for i in st.prefilling if i not in out]
+        g = st.gen[fresh] + 1
+        st.gen[fresh] = g
+        newly = fresh[np.isnan(st.first[fresh])]
+        st.first[newly] = st.now
+        over = g >= st.osl[fresh]
+        if over.any():
+            gone.append(fresh[over])
+    if not gone:
         return 0
-    st.fin[done] = st.now
-    st.free += int(st.held[done].sum())
-    st.held[done] = 0
-    gone = set(done.tolist())
-    st.run = [i for i in st.run if i not in gone]
+    return _finish(st, gone[0] if len(gone) == 1 else np.concatenate(gone))
+
+
+def _one_chunk_iteration(st: _State, dec: np.ndarray, i: int, c: int, base: np.ndarray) -> int:
+    """``_mixed_iteration`` with one prompt chunk (``c`` tokens of request ``i``) and no
+    sliding window, its features formed from Python integers: the same numbers."""
+    cost = st.cost
+    nd = len(dec)
+    end = int(st.done[i]) + c
+    completes = end >= int(st.tgt[i])
+    dec_ctx = int(_sum(base)) + nd                  # decoders: context base + 1, one pair each
+    pairs = dec_ctx + c * (end - c) + c * (c + 1) // 2
+    keys = dec_ctx + end
+    T = float(nd + c)
+    if pairs >= _EXACT or keys >= _EXACT:
+        return _mixed_general(st, dec, [(i, c)], base)
+    row = [1.0, T, float(nd + completes), float(pairs), float(keys)]
+    if cost.moe:
+        row.append(cost.moe.expected_active_experts(T))
+    F = np.array(row)
+    dt = cost.time_one_s(F, nd + 1)
+    t0 = st.now
+    running, waiting = len(st.run), st.queued()
+    st.advance(dt, running + waiting)
+    st.busy += dt
+    st.iterations += 1
+    st.fsum += F
+    _record(st, t0, dt, 1, running, waiting, T)
+    st.done[i] = end
+    gone = None
+    if nd:
+        st.done[dec] = base + 1
+        g = st.gen[dec] + 1
+        st.gen[dec] = g
+        over = g >= st.osl[dec]
+        if _any(over):
+            gone = dec[over].tolist()
+    if completes:
+        st.prefilling.remove(i)
+        g = int(st.gen[i]) + 1
+        st.gen[i] = g
+        if st.first[i] != st.first[i]:          # NaN: its first token
+            st.first[i] = st.now
+        if g >= int(st.osl[i]):
+            gone = [i] if gone is None else gone + [i]
+    if gone is None:
+        return 0
+    return _finish(st, gone)
+
+
+def _finish(st: _State, done) -> int:
+    """Requests ``done`` (a list or array) have produced their last token: free their
+    blocks."""
+    if not isinstance(done, list):
+        done = done.tolist()
+    fin, held, run, now = st.fin, st.held, st.run, st.now
+    freed = 0
+    for i in done:                  # a few at a time: element access beats fancy indexing
+        fin[i] = now
+        freed += int(held[i])
+        held[i] = 0
+        run.remove(i)
+    st.free += freed
     return len(done)
 
 
-def _decode_block(st: _State, dec: np.ndarray) -> int:
-    """k pure-decode iterations at once, k up to the next event."""
+def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
+    """k pure-decode iterations at once, k up to the next event. ``base``: the decoders' cached
+    tokens; ``held``: their blocks (on-demand policy)."""
     cfg, cost = st.cfg, st.cost
-    k = int((st.osl[dec] - st.gen[dec]).min())
-    base = st.done[dec]
+    gen = st.gen[dec]
+    osl = st.osl[dec]
+    k = k_all = int(_min(osl - gen))          # k_all steps: the first completion
+    bs = cfg.block_size
     # each decoder needs at most ceil(k / block) + 1 more blocks: check only when that may not fit
-    if cfg.policy == "on-demand" and k > 1 \
-            and st.free < len(dec) * (-(-k // cfg.block_size) + 1):
+    if cfg.policy == "on-demand" and k > 1 and st.free < len(dec) * (-(-k // bs) + 1):
         k = _kv_limited_steps(st, base, k)
-    j = np.arange(k)
     nd = len(dec)
-    S = float(base.sum())
-    F = np.zeros((k, len(cost.features)))
+    S = float(_sum(base))
+    F = np.empty((k, len(cost.features)))
     F[:, 0] = 1.0
     F[:, 1] = nd
     F[:, 2] = nd
-    F[:, 3] = S + nd * (1 + j)
+    F[:, 3] = S + nd * np.arange(1, k + 1)
     F[:, 4] = F[:, 3]
     col = 5
     if cost.window:
-        w = cost.window
-        F[:, 5] = np.minimum(base[None, :] + 1 + j[:, None], w).sum(1)
-        F[:, 6] = F[:, 5]
+        w = st.window
+        F[:, 5:7] = (np.minimum(base[None, :] + np.arange(1, k + 1)[:, None], w).sum(1)[:, None]
+                     if w else F[:, 3:4])
         col = 7
     if cost.moe:
         F[:, col] = cost.moe.expected_active_experts(nd)
-    dts = cost.time_s(F, nd)
-    cum = np.cumsum(dts)
-    if len(st.run) < cfg.max_batch and not st.preempted and st.next_new < len(st.arr_list) \
-            and st.head() is None:
-        t_next = st.arr_list[st.next_new]
-        stop = int(np.searchsorted(cum, t_next - st.now, side="left")) + 1
+    cum = cost.time_s(F, nd).cumsum().tolist()
+    nxt = st.next_new
+    if len(st.run) < cfg.max_batch and not st.preempted and nxt < st.n \
+            and st.arr_list[nxt] > st.now:
+        stop = bisect_left(cum, st.arr_list[nxt] - st.now) + 1
         k = max(1, min(k, stop))
-    dt = float(cum[k - 1])
+    dt = cum[k - 1]
     t0 = st.now
-    waiting = st.queued()
-    st.now += dt
-    st.integral += (len(st.run) + waiting) * dt + _arrivals_integral(st, t0, st.now)
+    running, waiting = len(st.run), st.queued()
+    st.advance(dt, running + waiting)
     st.busy += dt
     st.iterations += k
-    st.fsum += F[:k].sum(0)
-    _record(st, t0, dt, k, len(st.run), waiting, float(nd))
-    st.done[dec] += k
-    st.gen[dec] += k
+    st.fsum += _sum(F[:k], 0)
+    _record(st, t0, dt, k, running, waiting, float(nd))
+    done = base + k
+    gen += k
+    st.done[dec] = done
+    st.gen[dec] = gen
     if cfg.policy == "on-demand":
-        new_held = st.blocks_for(st.done[dec])
-        st.free -= int((new_held - st.held[dec]).sum())
+        new_held = (done + (bs - 1)) // bs
+        st.free -= int(_sum(new_held - held))
         st.held[dec] = new_held
-    return _finish(st, dec)
+    if k < k_all:                 # stopped before the first completion
+        return 0
+    return _finish(st, dec[gen >= osl])
 
 
 def _kv_limited_steps(st: _State, base: np.ndarray, k: int) -> int:

@@ -7,6 +7,12 @@ figure (completed samples/s x mean latency per instance).
 
     python scripts/mlperf_engine_settings_whatif.py [--rows I,J,...]
     python scripts/mlperf_engine_settings_whatif.py --operating-point ROW --share 0.93
+    python scripts/mlperf_engine_settings_whatif.py --trt-policy on-demand
+
+``--trt-policy on-demand`` runs the TensorRT-LLM rows with KV blocks allocated as tokens are
+written and requests evicted (recomputed) when the cache is full -- TensorRT-LLM's
+MAX_UTILIZATION capacity scheduler -- instead of the stack default's reservation at admission
+(GUARANTEED_NO_EVICT; ``config.FRAMEWORK_DEFAULTS``), both with and without the rows' settings.
 
 Prints per row measured, predicted (defaults), predicted (own settings) and both errors, then
 the median |error| and signed median overall and per scenario for both.
@@ -57,7 +63,12 @@ def main(argv=None) -> None:
     ap.add_argument("--operating-point", type=int, metavar="ROW")
     ap.add_argument("--share", type=float, default=1.0)
     ap.add_argument("--duration", type=float, default=600.0)
+    ap.add_argument("--trt-policy", choices=("reserve", "on-demand"), default="reserve",
+                    help="KV policy of the TensorRT-LLM rows (default: the stack's, reserve)")
     a = ap.parse_args(argv)
+    if a.trt_policy != "reserve":
+        mlperf.RELEASE_ENGINE = {**mlperf.RELEASE_ENGINE,
+                                 "tensorrt-llm": {"policy": a.trt_policy}}
     if a.operating_point is not None:
         if not 0 <= a.operating_point < len(mlperf.load_rows()):
             ap.error(f"--operating-point must be a row index in 0..{len(mlperf.load_rows()) - 1}")

@@ -1,6 +1,6 @@
 """Benchmark: the efficiency fit's inner loops (``scripts/fit_efficiency.py``).
 
-    python benchmarks/bench_fit.py [--runs N] [--whole]
+    python benchmarks/bench_fit.py [--runs N] [--no-shrink] [--whole]
 
 Times, in process (shipped rows mapped once, outside the timed region):
 - one gpt-fast stack fit (``stack_fit.fit_framework``, shrinkage 0) on its 28 rows, 20 of them
@@ -44,6 +44,7 @@ def _line(name: str, t: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-shrink", action="store_true", help="skip the nested shrinkage choice")
     ap.add_argument("--whole", action="store_true", help="also time the whole in-sample fit")
     args = ap.parse_args()
     rows, skipped = validation.read_shipped()
@@ -52,8 +53,9 @@ def main() -> None:
     gf = [r for r in mapped if r.framework == "gpt-fast" and r.hardware.efficiency is None]
     print(_line("gpt-fast stack fit", _timed(
         lambda: stack_fit.fit_framework("gpt-fast", gf, table), args.runs)))
-    print(_line("gpt-fast nested shrinkage choice", _timed(
-        lambda: stack_fit.choose_shrink("gpt-fast", gf, table), args.runs)))
+    if not args.no_shrink:
+        print(_line("gpt-fast nested shrinkage choice", _timed(
+            lambda: stack_fit.choose_shrink("gpt-fast", gf, table), args.runs)))
     if args.whole:
         energy = read_energy_measurements(ROOT / "presets" / "tables" / "energy_measurements.csv")
         print(_line("in-sample fit of the table", _timed(

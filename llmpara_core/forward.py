@@ -4,6 +4,7 @@ context c is (1, c), speculative verification of gamma drafts is (gamma + 1, c).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from .budget import check_time_budget
@@ -22,8 +23,22 @@ def forward_ops(model: Model, precision: Precision, batch: int, new_tokens: int,
                 logits_tokens: int = 1) -> tuple[Operator, ...]:
     """Operators of one forward pass. ``logits_tokens`` tokens per sequence go through the
     LM head (1 for prefill with last-token logits and for a decode step; gamma + 1 when
-    verifying drafts). Empty when there are no new tokens."""
+    verifying drafts). Empty when there are no new tokens. Cached (``FORWARD_CACHE``): the
+    operators depend on these arguments alone and are immutable, and a fit re-times the
+    same passes thousands of times with other efficiencies."""
     check_time_budget()         # every analysis builds its passes here: its time budget holds
+    return _forward_ops(model, precision, batch, new_tokens, context_len, flash_attention,
+                        logits_tokens)
+
+
+# Passes kept by ``forward_ops`` (a pass is a few dozen immutable operators).
+FORWARD_CACHE = 4096
+
+
+@functools.lru_cache(maxsize=FORWARD_CACHE)
+def _forward_ops(model: Model, precision: Precision, batch: int, new_tokens: int,
+                 context_len: int, flash_attention: bool,
+                 logits_tokens: int) -> tuple[Operator, ...]:
     if new_tokens <= 0:
         return ()
     if context_len < new_tokens:

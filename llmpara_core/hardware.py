@@ -3,6 +3,7 @@ and efficiency factors. Units are SI; the preset loader converts from the file's
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -632,3 +633,11 @@ class Hardware:
     def with_overrides(self, **changes) -> "Hardware":
         """A copy with some fields replaced (validated again)."""
         return replace(self, **changes)
+
+    def with_efficiency(self, efficiency: Efficiency | None) -> "Hardware":
+        """A copy with another efficiency (None = the class's): ``replace`` without checking
+        the other fields again -- ``__post_init__`` never reads ``efficiency``, and an
+        Efficiency checks itself. Fits re-time one device with thousands of efficiencies."""
+        out = copy.copy(self)
+        object.__setattr__(out, "efficiency", efficiency)
+        return out

@@ -193,3 +193,19 @@ def test_empty_pass():
     with pytest.raises(ValueError):
         forward_ops(LLAMA3_8B, FP16, 1, 10, 5)
     assert not math.isnan(causal_pairs(1, 1, 1))
+
+
+def test_forward_ops_cache_returns_what_a_fresh_build_gives():
+    """``forward_ops`` keeps its passes (``_forward_ops``' cache): a cached answer equals a
+    build from scratch, keyword and positional calls share it, and the time budget is still
+    checked on a cached call."""
+    import time
+    from llmpara_core import forward
+    from llmpara_core.budget import TimeBudgetExceeded, time_budget
+    first = forward_ops(LLAMA3_8B, FP16, 2, 1, 700)
+    assert forward_ops(LLAMA3_8B, FP16, batch=2, new_tokens=1, context_len=700) is first
+    assert forward._forward_ops.__wrapped__(LLAMA3_8B, FP16, 2, 1, 700, True, 1) == first
+    with pytest.raises(TimeBudgetExceeded):
+        with time_budget(None, wall_s=0.001):
+            time.sleep(0.01)
+            forward_ops(LLAMA3_8B, FP16, 2, 1, 700)

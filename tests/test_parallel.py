@@ -139,6 +139,36 @@ def test_any_valid_plan_gives_consistent_finite_results(model, tp, pp, dp, ep, b
         assert r.worst_stage.weight_bytes <= one.worst_stage.weight_bytes * (1 + 1e-9)
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODEL_SLUGS), tp=st.sampled_from([1, 2, 4, 8, 16]),
+       pp=st.sampled_from([1, 2, 4]), dp=st.sampled_from([1, 2]), batch=st.integers(1, 64),
+       memory=st.floats(0.2, 1.0), overhead_us=st.floats(0.0, 20.0),
+       hop_us=st.floats(0.0, 100.0))
+def test_shard_timings_are_the_reports_timings(model, tp, pp, dp, batch, memory, overhead_us,
+                                               hop_us):
+    """The fits' timing-only path (``shard_timings``: no single-device baseline, memory or
+    breakdowns) gives bit for bit the Timing of ``shard_analyze`` under any efficiency."""
+    hw = load_hardware("16x-nvidia-h100-sxm-infiniband")
+    m, plan = load_model(model), P.ParallelPlan(tp=tp, pp=pp, dp=dp)
+    wl = Workload(batch=batch, prompt_len=300, gen_len=30)
+    eff = Efficiency(0.6, memory, overhead_us * 1e-6, stage_hop_s=hop_us * 1e-6)
+    try:
+        r = P.shard_analyze(m, hw, BF16, wl, plan, efficiency=eff)
+    except ConfigError:
+        with pytest.raises(ConfigError):
+            P.shard_timings(m, hw, BF16, wl, plan, efficiency=eff)
+        return
+    assert P.shard_timings(m, hw, BF16, wl, plan, efficiency=eff) == (r.ideal, r.estimated)
+    assert P.shard_timings(m, hw.with_efficiency(eff), BF16, wl, plan)[1] == r.estimated
+
+
+def test_with_efficiency_is_replace_without_the_checks():
+    eff, before = Efficiency(0.5, 0.7, 3e-6), H100X8.efficiency
+    assert H100X8.with_efficiency(eff) == replace(H100X8, efficiency=eff)
+    assert H100X8.with_efficiency(eff).with_efficiency(None) == replace(H100X8, efficiency=None)
+    assert H100X8.efficiency is before        # the original is not touched
+
+
 def test_pp_raises_throughput_only_with_microbatches():
     wl = Workload(batch=8, prompt_len=512, gen_len=64)
     one = P.shard_analyze(LLAMA3_8B, H100X8, BF16, wl, P.ParallelPlan())

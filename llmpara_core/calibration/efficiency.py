@@ -256,22 +256,23 @@ class FrameworkProfile:
         """``eff`` (the reference stack's) as this stack reaches it; ``native_compute`` = the
         reference compute fraction without the architecture's legacy-kernel factor."""
         base_c = native_compute if (self.native_kernels and native_compute) else eff.compute
-        out = replace(eff, memory=min(1.0, eff.memory * self.memory_scale),
-                      kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
-                      act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
-                      quant_compute=eff.quant_compute if self.act_quant else 1.0,
-                      gemm_fp16_acc16=self.gemm_fp16_acc16,
-                      quant_gemm_int8=self.quant_gemm_int8,
-                      prompt_ubatch_tokens=(eff.prompt_ubatch_tokens
-                                            if self.name in UBATCH_STACKS else 0.0),
-                      expert_half_tokens=(eff.expert_half_tokens
-                                          if self.name in UBATCH_STACKS else 0.0),
-                      compute=min(1.0, base_c * self.compute_scale),
-                      kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale))
         plan = tuple(sorted(KERNEL_PLANS.get(self.name, {}).items()))
-        if plan != out.kernel_plan:
-            out = replace(out, kernel_plan=plan)
-        return replace(out, **self.absolute) if self.absolute else out
+        # one replace (one check of the result; the absolute values win): fits call this for
+        # every row and trial efficiency
+        changes = dict(memory=min(1.0, eff.memory * self.memory_scale),
+                       kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
+                       act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
+                       quant_compute=eff.quant_compute if self.act_quant else 1.0,
+                       gemm_fp16_acc16=self.gemm_fp16_acc16,
+                       quant_gemm_int8=self.quant_gemm_int8,
+                       prompt_ubatch_tokens=(eff.prompt_ubatch_tokens
+                                             if self.name in UBATCH_STACKS else 0.0),
+                       expert_half_tokens=(eff.expert_half_tokens
+                                           if self.name in UBATCH_STACKS else 0.0),
+                       compute=min(1.0, base_c * self.compute_scale),
+                       kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale),
+                       kernel_plan=plan)
+        return replace(eff, **{**changes, **self.absolute})
 
 
 @dataclass(frozen=True)

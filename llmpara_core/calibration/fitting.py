@@ -32,6 +32,7 @@ falls back to the provisional constants.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import defaultdict
 from dataclasses import replace
@@ -132,8 +133,15 @@ def _clock(hardware) -> float:
 
 
 def _at_clock(eff: Efficiency, factor: float) -> Efficiency:
-    """A class efficiency as one device pays it: the per-kernel cost at its clock."""
-    return eff if factor == 1.0 else replace(eff, kernel_overhead_s=eff.kernel_overhead_s * factor)
+    """A class efficiency as one device pays it: the per-kernel cost at its clock. A copy
+    with that one field set, not ``replace``: the class fit asks for it per row and trial, and
+    a (0, 1] s per-kernel cost times a clock factor near 1 needs no new check of every field
+    (the table the fit writes is checked when it is read)."""
+    if factor == 1.0:
+        return eff
+    out = copy.copy(eff)
+    object.__setattr__(out, "kernel_overhead_s", eff.kernel_overhead_s * factor)
+    return out
 
 
 def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,

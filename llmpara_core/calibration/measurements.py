@@ -371,14 +371,30 @@ def metric_value(metric: str, timing, workload: Workload | None = None) -> float
 
 def timings(row: Mapped, efficiency) -> tuple:
     """(ideal, estimated) Timing of ``row`` with ``efficiency``, and the analysis notes."""
-    hw = replace(row.hardware, efficiency=efficiency)
+    hw = row.hardware.with_efficiency(efficiency)
     if row.devices == 1:
         rep = analyze(row.model, hw, row.precision, row.workload)
         return rep.ideal, rep.estimated, rep.notes
-    from ..parallel import ParallelPlan, shard_analyze
-    plan = ParallelPlan(tp=row.tp, pp=row.pp, vocab_parallel=row.framework != "gpt-fast")
-    rep = shard_analyze(row.model, hw, row.precision, row.workload, plan)
+    from ..parallel import shard_analyze
+    rep = shard_analyze(row.model, hw, row.precision, row.workload, _plan(row))
     return rep.ideal, rep.estimated, tuple(rep.notes)
+
+
+def estimated_timing(row: Mapped, efficiency):
+    """The estimated Timing of ``timings``, without the rest of the report: for a row on
+    several devices only the pipeline's times (``parallel.shard_timings``, the same
+    arithmetic), which is what a fit re-evaluates with every trial efficiency."""
+    if row.devices == 1:
+        return timings(row, efficiency)[1]
+    from ..parallel import shard_timings
+    return shard_timings(row.model, row.hardware.with_efficiency(efficiency),
+                         row.precision, row.workload, _plan(row))[1]
+
+
+def _plan(row: Mapped):
+    """The parallel plan of a row on several devices (gpt-fast shards no vocabulary)."""
+    from ..parallel import ParallelPlan
+    return ParallelPlan(tp=row.tp, pp=row.pp, vocab_parallel=row.framework != "gpt-fast")
 
 
 def row_stack(row: Mapped) -> str:

@@ -16,7 +16,7 @@ from ..hardware import MAX_ACT_QUANT_KERNELS
 from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, cited_absolute,
                          EfficiencyTable, FrameworkProfile)
 from .fastpath import PRIOR_WEIGHT, features, huber, implied_cost, nelder_mead, weights
-from .measurements import Mapped, device_key, metric_value, regime, timings
+from .measurements import Mapped, device_key, estimated_timing, metric_value, regime
 
 MIN_FRAMEWORK_ROWS = 2
 # Stacks whose GEMMs use each architecture's newest tensor-core instructions (CUTLASS/cuBLAS
@@ -67,10 +67,11 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 
 def predictor(row: Mapped):
     """eff -> predicted value of ``row``: the fast per-operator path for one device, the full
-    core (``parallel.shard_analyze``) for several."""
+    core's pipeline times (``measurements.estimated_timing``) for several."""
     if row.devices == 1:
         return features(row).predict
-    return lambda eff: metric_value(row.measurement.metric, timings(row, eff)[1], row.workload)
+    return lambda eff: metric_value(row.measurement.metric, estimated_timing(row, eff),
+                                    row.workload)
 
 
 def _fit(rows: list[Mapped], effs, x0, iters: int, prior=None) -> np.ndarray:
@@ -245,7 +246,7 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict, tp=None) -> dict:
             continue
         rows = [r for r in tp.rows if tp.setups[r.setup].efficiency_profile == name]
         meas = np.array([r.decode_tokens_per_s for r in rows])
-        base = {k: replace(v.hardware, efficiency=None) for k, v in tp.setups.items()}
+        base = {k: v.hardware.with_efficiency(None) for k, v in tp.setups.items()}
         fields = TP_FIT_FIELDS + ((NODE_FIT_FIELD,) if any(spans_nodes(tp, r) for r in rows)
                                   else ())
 
@@ -257,8 +258,8 @@ def fit_tp_profiles(table: EfficiencyTable, fws: dict, tp=None) -> dict:
             check_time_budget()
             prof = FrameworkProfile(name, FRAMEWORKS[name][0], absolute=unpack(x))
             t = _with(table, prof)
-            setups = {k: replace(v, hardware=replace(base[k], efficiency=t.efficiency_for(
-                base[k], name))) for k, v in tp.setups.items()}
+            setups = {k: replace(v, hardware=base[k].with_efficiency(t.efficiency_for(base[k], name)))
+                      for k, v in tp.setups.items()}
             tt = replace(tp, setups=setups)
             pred = np.array([predict_row(tt, r) for r in rows])
             return float(np.mean(huber(np.log(pred / meas))))

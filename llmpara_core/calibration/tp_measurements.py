@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from ..errors import ConfigError
 from ..hardware import Hardware
 from ..model import Model
-from ..parallel import ParallelPlan, shard_analyze
+from ..parallel import ParallelPlan, shard_timings
 from ..precision import Precision, precision_preset
 from ..units import BYTES_PER_GB, S_PER_MS, S_PER_US
 from ..workload import Workload
@@ -190,8 +190,8 @@ def predict_row(table: TPTable, r: TPMeasurement) -> float:
     model = table.models.get(r.model) or load_model(r.model)
     wl = Workload(batch=r.batch, prompt_len=r.prompt_len, gen_len=r.gen_len)
     plan = ParallelPlan(tp=r.tp, pp=r.pp, vocab_parallel=r.vocab_parallel)
-    rep = shard_analyze(model, table.setups[r.setup].hardware, _precision(r), wl, plan)
-    return r.gen_len / rep.estimated.e2e_latency_s
+    est = shard_timings(model, table.setups[r.setup].hardware, _precision(r), wl, plan)[1]
+    return r.gen_len / est.e2e_latency_s
 
 
 def series_label(table: TPTable, r: TPMeasurement) -> str:

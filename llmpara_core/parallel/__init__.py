@@ -65,7 +65,7 @@ from __future__ import annotations
 from .collectives import (COLLECTIVE_SYNC_S, Collective, CommCost, Net, collective_terms,
                             collective_time_s, grid_dims, mean_hops)
 from .evaluation import (TOKEN_ID_BYTES, ShardReport, StageMemory, TimeBreakdown,
-                            shard_analyze, shard_report_to_dict)
+                            shard_analyze, shard_report_to_dict, shard_timings)
 from .plan import (MAX_DEGREE, Layout, ParallelPlan, busiest_rank_experts, divisors,
                             ranks_hit_per_token, resolve_plan, shard_model)
 from .search import (OBJECTIVES, STRATEGIES, PlanCandidate, ScalingPoint,
@@ -75,7 +75,7 @@ from .search import (OBJECTIVES, STRATEGIES, PlanCandidate, ScalingPoint,
 __all__ = [
     "COLLECTIVE_SYNC_S", "Collective", "CommCost", "Net", "collective_terms", "collective_time_s",
     "grid_dims", "mean_hops", "TOKEN_ID_BYTES", "ShardReport", "StageMemory", "TimeBreakdown",
-    "shard_analyze", "shard_report_to_dict", "MAX_DEGREE", "Layout", "ParallelPlan",
+    "shard_analyze", "shard_report_to_dict", "shard_timings", "MAX_DEGREE", "Layout", "ParallelPlan",
     "busiest_rank_experts", "divisors", "ranks_hit_per_token", "resolve_plan", "shard_model",
     "OBJECTIVES", "STRATEGIES", "PlanCandidate", "ScalingPoint", "candidate_plans",
     "default_device_counts", "scaling_curve", "search_plans",

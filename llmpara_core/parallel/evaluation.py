@@ -328,29 +328,52 @@ def shard_analyze(model: Model, hardware: Hardware, precision: Precision, worklo
     links and the single-device baseline alike), as in ``analyze``."""
     check_time_budget()
     if efficiency is not None:
-        hardware = replace(hardware, efficiency=efficiency)
+        hardware = hardware.with_efficiency(efficiency)
     check_time_budget()         # a cached report still answers inside its caller's budget
     return _shard_cached(model, hardware, precision, workload, plan)
 
 
-@functools.lru_cache(maxsize=256)
-def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
+def shard_timings(model: Model, hardware: Hardware, precision: Precision, workload: Workload,
+                  plan: ParallelPlan, efficiency: Efficiency | None = None
+                  ) -> tuple[Timing, Timing]:
+    """(ideal, estimated) Timing of ``shard_analyze`` for the same arguments -- the same
+    arithmetic, without the single-device baseline, memory, breakdowns and largest batch: for
+    fits that re-time one scenario with many efficiencies."""
+    check_time_budget()
+    if efficiency is not None:
+        hardware = hardware.with_efficiency(efficiency)
+    ctx = _shard_ctx(model, hardware, precision, workload, plan)
+    timings = _shard_timings(ctx, _stage_passes(ctx, memory=False))[0]
+    return timings[False], timings[True]
+
+
+def _shard_ctx(model, hardware, precision, workload, plan) -> _Ctx:
     lay = resolve_plan(model, hardware, plan, workload)
     stage_models = tuple(shard_model(model, plan.tp, lay.expert_tp, f, n, plan.vocab_parallel)
                          for f, n in lay.stages)
-    ctx = _Ctx(model, hardware, precision, workload, lay, stage_models,
-               Net.of(hardware, precision),
-               rates(hardware, precision.compute_dtype, estimated=False),
-               rates(hardware, precision.compute_dtype, estimated=True))
-    wl, m = workload, lay.microbatches
+    return _Ctx(model, hardware, precision, workload, lay, stage_models,
+                Net.of(hardware, precision),
+                rates(hardware, precision.compute_dtype, estimated=False),
+                rates(hardware, precision.compute_dtype, estimated=True))
+
+
+def _decode_range(wl: Workload) -> tuple[int, int, int]:
+    """(decode steps, first and last context integrated)."""
     first, last = wl.decode_contexts
     steps = max(0, last - first + 1)
-    lo, hi = (first, last) if steps else (wl.prompt_len + 1, wl.prompt_len + 1)
-    passes = [_stage_pass(ctx, s, lo, hi) for s in range(len(stage_models))]
-    pre_ph, dec_ph = tuple(p.prefill for p in passes), tuple(p.decode for p in passes)
+    return (steps, first, last) if steps else (steps, wl.prompt_len + 1, wl.prompt_len + 1)
+
+
+def _stage_passes(ctx: _Ctx, memory: bool = True) -> list[_StagePass]:
+    _, lo, hi = _decode_range(ctx.workload)
+    return [_stage_pass(ctx, s, lo, hi, memory) for s in range(len(ctx.stage_models))]
+
+
+def _shard_timings(ctx: _Ctx, passes: list[_StagePass]) -> tuple[dict, dict]:
+    """{estimated?: Timing} and {estimated?: (prefill, decode step) [s]} of the pipeline."""
+    wl, m, ov = ctx.workload, ctx.layout.microbatches, ctx.layout.plan.overlap
+    steps = _decode_range(wl)[0]
     pre_t, dec_t = [p.prefill_times for p in passes], [p.decode_times for p in passes]
-    mem = [p.memory for p in passes]
-    ov = plan.overlap
     timings, phase_s = {}, {}
     node_s = _node_step_s(ctx)
     for est in (False, True):
@@ -360,7 +383,20 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
         dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True) + extra
         timings[est] = _timing(wl, pre, dec, steps)
         phase_s[est] = (pre, dec)
+    return timings, phase_s
+
+
+@functools.lru_cache(maxsize=256)
+def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
+    ctx = _shard_ctx(model, hardware, precision, workload, plan)
+    lay, m, ov = ctx.layout, ctx.layout.microbatches, plan.overlap
+    passes = _stage_passes(ctx)
+    pre_ph, dec_ph = tuple(p.prefill for p in passes), tuple(p.decode for p in passes)
+    pre_t, dec_t = [p.prefill_times for p in passes], [p.decode_times for p in passes]
+    mem = [p.memory for p in passes]
+    timings, phase_s = _shard_timings(ctx, passes)
     pre_e, dec_e = phase_s[True]
+    node_s = _node_step_s(ctx)
     single = analyze(model, hardware, precision, workload)
     notes = list(lay.notes)
     if not single.memory.fits:
@@ -384,7 +420,7 @@ class _StagePass:
     prefill_times: _StageTimes
     decode_times: _StageTimes
     collectives: tuple[CommCost, ...]
-    memory: StageMemory
+    memory: StageMemory | None          # None: timed only (``shard_timings``)
 
 
 def _comm_times(comms: list[CommCost]) -> tuple[float, float]:
@@ -395,9 +431,9 @@ def _comm_times(comms: list[CommCost]) -> tuple[float, float]:
             sum(c.estimated_s * c.count for c in comms))
 
 
-def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
+def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int, memory: bool = True) -> _StagePass:
     """Prefill of one microbatch and decode steps at contexts lo..hi (exactly integrated) on a
-    device of stage ``s``, with its collectives and memory."""
+    device of stage ``s``, with its collectives and (``memory``; else None) memory."""
     wl, lay, sm = ctx.workload, ctx.layout, ctx.stage_models[s]
     mb = lay.microbatch
     logits = wl.prompt_len if wl.logits_all_tokens else 1
@@ -415,13 +451,15 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
         ops_at=lambda c: _device_ops(ctx, s, mb, 1, c, 1), moe=moe)
     dec_c = _device_comms(ctx, s, mb, 1, 1, "decode")
     n_dec = hi - lo + 1
-    act = max(activation_peak_bytes(pre_ops),
-              activation_peak_bytes(_device_ops(ctx, s, mb, 1, hi, 1)))
-    memory = StageMemory(
-        _stage_weight_bytes(ctx, s),
-        kv_cache_bytes(sm, ctx.precision, lay.replica_batch, wl.max_context), act,
-        ctx.hardware.memory_capacity_bytes, stage=s, first_layer=lay.stages[s][0],
-        layers=lay.stages[s][1])
+    stage_memory = None
+    if memory:
+        act = max(activation_peak_bytes(pre_ops),
+                  activation_peak_bytes(_device_ops(ctx, s, mb, 1, hi, 1)))
+        stage_memory = StageMemory(
+            _stage_weight_bytes(ctx, s),
+            kv_cache_bytes(sm, ctx.precision, lay.replica_batch, wl.max_context), act,
+            ctx.hardware.memory_capacity_bytes, stage=s, first_layer=lay.stages[s][0],
+            layers=lay.stages[s][1])
     return _StagePass(
         Phase("prefill", tuple(pre_rows) + tuple(_comm_row(c) for c in pre_c)),
         Phase("decode", dec_phase.rows + tuple(_comm_row(c) for c in dec_c)),
@@ -429,7 +467,7 @@ def _stage_pass(ctx: _Ctx, s: int, lo: int, hi: int) -> _StagePass:
                     sum(r.estimated_s for r in pre_rows) + pre_r.pass_overhead_s,
                     *_comm_times(pre_c)),
         _StageTimes(d_ideal / n_dec, d_est / n_dec + dec_r.pass_overhead_s, *_comm_times(dec_c)),
-        tuple(pre_c + dec_c), memory)
+        tuple(pre_c + dec_c), stage_memory)
 
 
 def _stage_weight_bytes(ctx: _Ctx, s: int) -> float:

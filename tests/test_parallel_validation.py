@@ -195,6 +195,11 @@ def test_node_step_cost_is_charged_once_per_pass_only_across_nodes():
         assert a.ideal.tpot_s == pytest.approx(b.ideal.tpot_s, rel=1e-12)
         rows = [r for r in a.decode[0].rows if r.name == "node_step_sync"]
         assert len(rows) == int(across)
+        # a per-pass cost, not a pipeline wait: the idle shares do not change
+        assert a.decode_bubble_fraction == pytest.approx(b.decode_bubble_fraction, abs=1e-12)
+        assert a.prefill_bubble_fraction == pytest.approx(b.prefill_bubble_fraction, abs=1e-12)
+        assert a.decode_breakdown.pipeline_wait_s == pytest.approx(
+            b.decode_breakdown.pipeline_wait_s, abs=1e-12)
         if across:
             assert rows[0].estimated_s == pytest.approx(5e-3)
             assert a.decode_breakdown.communication_s == pytest.approx(

@@ -396,7 +396,8 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     mem = [p.memory for p in passes]
     timings, phase_s = _shard_timings(ctx, passes)
     pre_e, dec_e = phase_s[True]
-    node_s = _node_step_s(ctx)
+    node_s = _node_step_s(ctx)          # in the phase times, not a pipeline wait
+    node_pre = node_s if workload.prompt_len else 0.0
     single = analyze(model, hardware, precision, workload)
     notes = list(lay.notes)
     if not single.memory.fits:
@@ -405,10 +406,10 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     return ShardReport(
         model, hardware, precision, workload, lay, tuple(mem), pre_ph, dec_ph,
         tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
-        _breakdown(pre_ph, pre_t, pre_e, ctx, node_s), _breakdown(dec_ph, dec_t, dec_e, ctx,
-                                                                 node_s),
-        _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
-        _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),
+        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre), _breakdown(dec_ph, dec_t, dec_e, ctx,
+                                                                   node_s),
+        _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e - node_pre),
+        _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e - node_s),
         single.estimated, single.memory.fits, _max_batch(mem, lay, ctx), tuple(notes))
 
 

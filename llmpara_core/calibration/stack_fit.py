@@ -225,13 +225,13 @@ TP_FIT_FIELDS = (("memory", 0.6, 0.2, 0.95), ("kernel_overhead_s", 5e-6, 1e-7, 1
 # (TP16 on 2 nodes, TP32 on 4, TP8 x PP3 on 3) run 10-16 ms per pass slower than their
 # bytes, kernels and collectives, whatever the layout -- a per-pass cost, not a link rate.
 NODE_FIT_FIELD = ("node_step_s", 1e-3, 1e-6, 0.1)
+TP_FIT_NOTE = "fitted on the tensor-parallel series (tp_measurements): end-to-end tokens/s"
 
 
 def spans_nodes(tp, r) -> bool:
     """Whether row ``r`` of tensor-parallel table ``tp`` runs one instance across nodes."""
     ic = tp.setups[r.setup].hardware.interconnect
     return bool(ic is not None and ic.devices_per_node and r.tp * r.pp > ic.devices_per_node)
-TP_FIT_NOTE = "fitted on the tensor-parallel series (tp_measurements): end-to-end tokens/s"
 
 
 def fit_tp_profiles(table: EfficiencyTable, fws: dict, tp=None) -> dict:

@@ -238,7 +238,8 @@ NODE_STEP = "node_step_sync"
 def _node_step_s(ctx: _Ctx) -> float:
     """The stack's fixed cost per pass (``Efficiency.node_step_s``) where the instance spans
     more than one node, else 0. Once per pass, whatever the micro-batches: it is kept out of
-    the stage times the pipeline combines and added to the phase (``_shard_cached``)."""
+    the stage times the pipeline combines and added to the phase's Timing
+    (``_shard_timings``); the breakdown counts it as communication, never as pipeline wait."""
     node_s, net, plan = ctx.hardware.effective_efficiency.node_step_s, ctx.net, ctx.layout.plan
     if not node_s or net is None:
         return 0.0
@@ -309,7 +310,7 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
                 mem += rest
         overhead += t.comp_est - rows_s
         comm += t.comm_est - min(ov * t.comm_est, t.comp_est)
-    path = sum(_stage_time(t, ov, True) for t in times) + node_s
+    path = sum(_stage_time(t, ov, True) for t in times)
     return TimeBreakdown(comp, mem, overhead, comm + node_s, max(0.0, phase_s - path))
 
 
@@ -370,7 +371,8 @@ def _stage_passes(ctx: _Ctx, memory: bool = True) -> list[_StagePass]:
 
 
 def _shard_timings(ctx: _Ctx, passes: list[_StagePass]) -> tuple[dict, dict]:
-    """{estimated?: Timing} and {estimated?: (prefill, decode step) [s]} of the pipeline."""
+    """{estimated?: Timing} (the per-pass node step included) and {estimated?: (prefill,
+    decode step) [s]} of the pipeline alone."""
     wl, m, ov = ctx.workload, ctx.layout.microbatches, ctx.layout.plan.overlap
     steps = _decode_range(wl)[0]
     pre_t, dec_t = [p.prefill_times for p in passes], [p.decode_times for p in passes]
@@ -378,10 +380,9 @@ def _shard_timings(ctx: _Ctx, passes: list[_StagePass]) -> tuple[dict, dict]:
     node_s = _node_step_s(ctx)
     for est in (False, True):
         extra = node_s if est else 0.0
-        pre = (_pipeline([_stage_time(t, ov, est) for t in pre_t], m, decode=False)
-               + (extra if wl.prompt_len else 0.0))
-        dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True) + extra
-        timings[est] = _timing(wl, pre, dec, steps)
+        pre = _pipeline([_stage_time(t, ov, est) for t in pre_t], m, decode=False)
+        dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True)
+        timings[est] = _timing(wl, pre + (extra if wl.prompt_len else 0.0), dec + extra, steps)
         phase_s[est] = (pre, dec)
     return timings, phase_s
 
@@ -396,7 +397,7 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     mem = [p.memory for p in passes]
     timings, phase_s = _shard_timings(ctx, passes)
     pre_e, dec_e = phase_s[True]
-    node_s = _node_step_s(ctx)          # in the phase times, not a pipeline wait
+    node_s = _node_step_s(ctx)          # in the Timing, beside the pipeline's phase times
     node_pre = node_s if workload.prompt_len else 0.0
     single = analyze(model, hardware, precision, workload)
     notes = list(lay.notes)
@@ -408,8 +409,8 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
         tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
         _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre), _breakdown(dec_ph, dec_t, dec_e, ctx,
                                                                    node_s),
-        _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e - node_pre),
-        _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e - node_s),
+        _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
+        _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),
         single.estimated, single.memory.fits, _max_batch(mem, lay, ctx), tuple(notes))
 
 

@@ -23,12 +23,14 @@ from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, MAX_STREAM_BYTES_P
                        MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .safeio import read_toml_file
-from .units import BYTES_PER_GB, FLOPS_PER_TFLOP, J_PER_PJ, S_PER_NS, S_PER_US
+from .units import (BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MIB, FLOPS_PER_TFLOP, J_PER_PJ,
+                    S_PER_NS, S_PER_US)
 
 # Valid keys per table, in the order ``hardware_to_dict`` writes them.
 TOP_KEYS = ("name", "slug", "aliases", "class", "architecture", "memory_type", "source", "notes",
             "memory_bandwidth_GBps",
-            "memory_capacity_GB", "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
+            "memory_capacity_GB", "memory_capacity_GiB", "memory_capacity_MiB",
+            "tdp_W", "idle_W", "price_USD", "embodied_kgCO2e",
             "process_nm", "boost_clock_MHz", "compute_units", "peak_TFLOPS", "efficiency",
             "memory_tiers", "interconnect")
 PEAK_KEYS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")   # bf16 = alias of fp16
@@ -44,6 +46,13 @@ _CLASS_KEPT = ("act_quant_kernels", "quant_compute") + STREAM_FIELDS
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
+
+# The main memory's capacity, in exactly one of these units (key -> bytes per unit): decimal GB
+# (1e9 B, a spec sheet's figure) or the binary units a driver reports (nvidia-smi: MiB = 2^20 B;
+# GiB = 2^30 B). HBM and GDDR parts sold as "80GB" hold 80 GiB, and the driver reports what
+# software can use (H100 SXM: 81,559 MiB); a serving engine sizes its KV cache from that.
+CAPACITY_KEYS = (("memory_capacity_GB", BYTES_PER_GB), ("memory_capacity_GiB", BYTES_PER_GIB),
+                 ("memory_capacity_MiB", BYTES_PER_MIB))
 
 # Optional plain numbers at the top level: file key -> Hardware field (no unit conversion).
 _PLAIN_OPTIONAL = (("tdp_W", "tdp_w"), ("idle_W", "idle_w"), ("price_USD", "price_usd"),
@@ -277,6 +286,35 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
         devices_per_node=per_node)
 
 
+def _capacity(data: dict, origin: str) -> float:
+    """Main-memory capacity [B] from the one capacity key the file gives (``CAPACITY_KEYS``)."""
+    given = [(k, scale) for k, scale in CAPACITY_KEYS if k in data]
+    names = ", ".join(f"'{k}'" for k, _ in CAPACITY_KEYS)
+    if not given:
+        raise _fail(origin, f"missing required key 'memory_capacity_GB' (or give the capacity "
+                            f"in binary units: 'memory_capacity_GiB' = 2^30 B, "
+                            f"'memory_capacity_MiB' = 2^20 B as nvidia-smi reports it)")
+    if len(given) > 1:
+        both = " and ".join(f"'{k}'" for k, _ in given)
+        raise _fail(origin, f"give the memory capacity once: {both} are set together (use one of {names}; GB = 1e9 B, GiB = 2^30 B, "
+                            f"MiB = 2^20 B)")
+    key, scale = given[0]
+    return _scaled(_number(data, key, origin, key, positive=True), scale)
+
+
+def capacity_key(capacity_bytes: float) -> tuple[str, float]:
+    """(file key, bytes per unit) ``hardware_to_dict`` writes a capacity in: GB where the value
+    is a short decimal number of GB (a spec sheet's figure), else GiB or MiB where it is a whole
+    number of them (what a driver reports), else GB."""
+    gb = capacity_bytes / BYTES_PER_GB
+    if round(gb, 6) * BYTES_PER_GB == capacity_bytes:
+        return CAPACITY_KEYS[0]
+    for key, scale in (CAPACITY_KEYS[1], CAPACITY_KEYS[2]):
+        if float(capacity_bytes / scale).is_integer():
+            return key, scale
+    return CAPACITY_KEYS[0]
+
+
 def _aliases(data: dict, origin: str) -> tuple[str, ...]:
     raw = data.get("aliases", [])
     if not isinstance(raw, list) or not all(isinstance(a, str) and a.strip() for a in raw):
@@ -312,9 +350,7 @@ def hardware_from_dict(data: dict, origin: str, slug: str | None = None) -> Hard
             memory_bandwidth_bytes_per_s=_scaled(_number(
                 data, "memory_bandwidth_GBps", origin, "memory_bandwidth_GBps", required=True,
                 positive=True), BYTES_PER_GB),
-            memory_capacity_bytes=_scaled(_number(
-                data, "memory_capacity_GB", origin, "memory_capacity_GB", required=True,
-                positive=True), BYTES_PER_GB),
+            memory_capacity_bytes=_capacity(data, origin),
             **_peaks(data, origin),
             **plain,
             memory_tiers=_tiers(data, origin),
@@ -391,7 +427,8 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
     if hw.notes:
         out["notes"] = hw.notes
     _put(out, "memory_bandwidth_GBps", hw.memory_bandwidth_bytes_per_s, BYTES_PER_GB)
-    _put(out, "memory_capacity_GB", hw.memory_capacity_bytes, BYTES_PER_GB)
+    cap_key, cap_scale = capacity_key(hw.memory_capacity_bytes)
+    _put(out, cap_key, hw.memory_capacity_bytes, cap_scale)
     for key, field in _PLAIN_OPTIONAL:
         _put(out, key, getattr(hw, field))
     peaks: dict[str, Any] = {}

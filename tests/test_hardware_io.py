@@ -5,6 +5,7 @@ import functools
 import math
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,8 @@ def test_names_and_aliases_are_unique(presets):
 def test_h100_units(presets):
     hw = presets["nvidia-h100-sxm"]
     assert hw.memory_bandwidth_bytes_per_s == pytest.approx(3.35e12, rel=1e-15)
-    assert hw.memory_capacity_bytes == pytest.approx(80e9, rel=1e-15)
+    # the driver's total (nvidia-smi 81,559 MiB), not the spec sheet's "80GB" read as 80e9 B
+    assert hw.memory_capacity_bytes == 81559 * 2**20
     assert hw.peak_flops_per_s_raw(DType.FP16) == pytest.approx(989.4e12, rel=1e-15)
     assert hw.peak_flops_per_s_raw(DType.FP8) == pytest.approx(1978.9e12, rel=1e-15)
     assert hw.tdp_w == 700 and hw.hw_class is HardwareClass.DATACENTER_GPU
@@ -226,6 +228,12 @@ HOSTILE = [
     ("bool is not a number", _set("tdp_W", True), ["'tdp_W' must be a number"]),
     ("negative capacity", _set("memory_capacity_GB", -80),
      ["bad.toml", "'memory_capacity_GB' must be > 0", "-80"]),
+    ("capacity in two units", _set("memory_capacity_GiB", 16),
+     ["bad.toml", "give the memory capacity once", "'memory_capacity_GB' and "
+      "'memory_capacity_GiB' are set together", "GB = 1e9 B, GiB = 2^30 B"]),
+    ("capacity missing", _set("memory_capacity_GB", DELETE),
+     ["bad.toml", "missing required key 'memory_capacity_GB'", "'memory_capacity_GiB'",
+      "'memory_capacity_MiB'"]),
     ("zero peak", _set("peak_TFLOPS.fp16", 0), ["'peak_TFLOPS.fp16' must be > 0"]),
     ("NaN bandwidth", _set("memory_bandwidth_GBps", math.nan),
      ["'memory_bandwidth_GBps' must be a finite number", "nan"]),
@@ -284,6 +292,49 @@ def test_hostile_input_raises_config_error(mutate, expected):
     assert "\n" not in message
     for fragment in expected:
         assert fragment in message
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("memory_capacity_GiB", -80, "'memory_capacity_GiB' must be > 0"),
+    ("memory_capacity_MiB", "81559", "'memory_capacity_MiB' must be a number"),
+    ("memory_capacity_MiB", True, "'memory_capacity_MiB' must be a number"),
+    ("memory_capacity_GiB", math.nan, "'memory_capacity_GiB' must be a finite number"),
+    ("memory_capacity_GiB", 1e300, "memory capacity [B] must be finite"),
+    ("memory_capacity_MiB", 0, "'memory_capacity_MiB' must be > 0"),
+])
+def test_binary_capacity_key_is_checked(key, value, expected):
+    d = _minimal()
+    del d["memory_capacity_GB"]
+    d[key] = value
+    with pytest.raises(ConfigError) as info:
+        hardware_from_dict(d, origin="bad.toml")
+    assert str(info.value).startswith("bad.toml: ") and expected in str(info.value)
+
+
+@pytest.mark.parametrize("key, value, capacity_bytes", [
+    ("memory_capacity_GB", 80, 80e9),                   # GB = 1e9 B
+    ("memory_capacity_GiB", 80, 80 * 2**30),            # GiB = 2^30 B
+    ("memory_capacity_MiB", 81559, 81559 * 2**20),      # MiB = 2^20 B (nvidia-smi)
+    ("memory_capacity_MiB", 1536, 1.5 * 2**30),         # not whole GiB: stays MiB
+])
+def test_capacity_units_and_round_trip(key, value, capacity_bytes):
+    d = _minimal()
+    del d["memory_capacity_GB"]
+    d[key] = value
+    hw = hardware_from_dict(d, origin="unit.toml")
+    assert hw.memory_capacity_bytes == capacity_bytes
+    out = hardware_to_dict(hw)           # written back in the unit it was given in
+    assert {k: v for k, v in out.items() if k.startswith("memory_capacity")} == {key: value}
+    assert hardware_from_dict(tomllib.loads(dumps_toml(out)), origin="again") == hw
+
+
+def test_capacity_of_any_size_round_trips():
+    # values set in SI (a page override, a design point) come back exactly, whatever key
+    for cap in (85.5e9, 85520809984.0, 5e3, 3 * 2**20 + 1, 123456789.123, 2048e9):
+        d = _minimal()
+        hw = replace(hardware_from_dict(d, origin="x"), memory_capacity_bytes=cap)
+        again = hardware_from_dict(tomllib.loads(dumps_toml(hardware_to_dict(hw))), "y")
+        assert again.memory_capacity_bytes == cap
 
 
 def test_duplicate_tier_names():

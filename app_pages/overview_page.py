@@ -169,7 +169,9 @@ def hardware_panel() -> None:
         used = rates(hw, rep.precision.compute_dtype, estimated=False)
         cols[0].metric("Memory bandwidth", fmt_bandwidth(hw.memory_bandwidth_bytes_per_s),
                        help="peak; GB/s = 10⁹ bytes per second")
-        cols[1].metric("Memory capacity", fmt_bytes(hw.memory_capacity_bytes), help="GB = 10⁹ B")
+        cols[1].metric("Memory capacity", fmt_bytes(hw.memory_capacity_bytes),
+                       help=f"GB = 10⁹ B; {fmt_gib(hw.memory_capacity_bytes)} in GiB (2³⁰ B), "
+                            "the unit the driver reports")
         cols[2].metric(f"Ridge point · peak ({used.dtype_used.value})",
                        f"{sig(used.ridge_flops_per_byte)} FLOP/B",
                        help="peak FLOP/s ÷ peak bandwidth; the Roofline page also shows it "

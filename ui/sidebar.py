@@ -18,7 +18,7 @@ from llmpara_core.roofline import rates
 
 from . import links
 from .compute import model_from_config
-from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, sig
+from .format import escape_md, fmt_bandwidth, fmt_bytes, fmt_flops_per_s, fmt_gib, sig
 from .links import (ARCH_CHOICES, ARCH_EDITS, ARCH_KEYS, BATCH_RANGE, BITS_RANGE, DTYPES,
                     FRAMEWORK_OPTIONS, OVERRIDES, TOKENS_RANGE, WEIGHT_COMPONENT_KEYS,
                     format_number, share_query)
@@ -347,7 +347,8 @@ def _hardware_section(scn: Scenario | None) -> None:
         r = rates(hw, scn.precision.compute_dtype, estimated=False)
         st.caption(f"{r.dtype_used.value} peak {fmt_flops_per_s(r.flops_per_s)} · "
                    f"{fmt_bandwidth(hw.memory_bandwidth_bytes_per_s)} · "
-                   f"{fmt_bytes(hw.memory_capacity_bytes)} (GB = 10⁹ B) · "
+                   f"{fmt_bytes(hw.memory_capacity_bytes)} = "
+                   f"{fmt_gib(hw.memory_capacity_bytes)} (GB = 10⁹ B, GiB = 2³⁰ B) · "
                    f"ridge at peak rates {sig(r.ridge_flops_per_byte)} FLOP/B"
                    + (f" · boost {hw.boost_clock_mhz:,.0f} MHz" if hw.boost_clock_mhz else "")
                    + (f" · {hw.compute_units:,.0f} compute units" if hw.compute_units else "")

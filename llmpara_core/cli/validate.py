@@ -55,9 +55,9 @@ def register(sub) -> None:
                         "(--loo: leave one series out for the stack fitted on them); "
                         "serving-maxload: `llmpara serve` against the TensorRT-LLM max-load "
                         "rows (per GPU, per TP); mlperf: against the MLPerf v4.1 Offline / "
-                        "Server rows (never fitted on); serving-maxload --loo: each GPU with the "
-                        "FP8 power wall's duty and the TensorRT-LLM release factors fitted "
-                        "without its rows)")
+                        "Server rows (never fitted on); serving-maxload --loo: each GPU with "
+                        "TensorRT-LLM's runtime reserve, the FP8 power wall's duty and the "
+                        "release factors fitted without its rows)")
     p.add_argument("--sample", type=positive_int, metavar="N",
                    help="serving regimes: only every N-th row (a quick look)")
     p.add_argument("--requests", type=positive_int,
@@ -298,17 +298,25 @@ def _run_serving(args) -> None:
             raise ConfigError(f"{flag} does not apply to --regime {args.regime} (it validates "
                               "the shipped serving rows; nothing is fitted on them)")
     from ..serving import mlperf, validation as sv
-    duties = None
+    duties = reserves = None
     releases = not args.pooled
     if args.regime == SERVING_MAXLOAD:
         rows = sv.load_rows(sv.SHIPPED_MAX_LOAD)[::args.sample or 1]
         comps = sv.compare(rows, args.requests or sv.MAX_LOAD_REQUESTS, releases)
-        if args.loo:
-            from ..serving import duty_fit, stack_version
+        if args.loo and releases:
+            # TensorRT-LLM's runtime reserve, the power wall's duty and the release factors,
+            # all refitted without each GPU (``serving.reserve_fit``)
+            from ..serving import reserve_fit
+            by_reserve = reserve_fit.record_all(rows,
+                                                requests=args.requests or sv.MAX_LOAD_REQUESTS)
+            held, picked = reserve_fit.leave_one_gpu_out(by_reserve)
+            duties = {g: d for g, (_, d) in picked.items()}
+            reserves = {g: r for g, (r, _) in picked.items()}
+        elif args.loo:              # pooled: the duty alone, at the shipped reserve
+            from ..serving import duty_fit
             records = duty_fit.record(rows, args.requests or sv.MAX_LOAD_REQUESTS)
             held, duties = duty_fit.leave_one_gpu_out(records)
-            if releases:            # the release factors refitted without each GPU too
-                held, _ = stack_version.leave_one_gpu_out(records, duties)
+        if args.loo:
             err = {id(r): e for r, e in held}
             comps = tuple(sv.MaxLoadComparison(c.row, c.row.measured * (1 + err[id(c.row)]))
                           if id(c.row) in err else c for c in comps)
@@ -339,18 +347,25 @@ def _run_serving(args) -> None:
             + [("gpu (= leave-one-GPU-out)", k, v) for k, v in s["per_gpu"].items()]
     if args.format == "json":
         emit({"regime": args.regime, "loo": args.loo, "summary": s, "rows": per_row}
-             | ({"loo_duty_by_gpu": duties} if duties is not None else {}), "json")
+             | ({"loo_duty_by_gpu": duties} if duties is not None else {})
+             | ({"loo_runtime_reserve_gib_by_gpu": reserves} if reserves is not None else {}),
+             "json")
         return
     if args.format == "csv":
         emit(None, "csv", per_row)
         return
     if args.regime == SERVING_MAXLOAD:
         from ..serving import cost as serving_cost
+        from ..serving.config import TRTLLM_RUNTIME_RESERVE_GIB
         fitted = (f"the FP8 power wall's duty ({serving_cost.TENSOR_DUTY:g})"
-                  + ("" if args.pooled else " and the TensorRT-LLM release factors (each row "
-                     "at its release's: serving.stack_version)") + " are fitted on these rows")
+                  + ("" if args.pooled else ", TensorRT-LLM's runtime reserve "
+                     f"({TRTLLM_RUNTIME_RESERVE_GIB:g} GiB per device: serving.reserve_fit) and "
+                     "the release factors (each row at its release's: serving.stack_version)")
+                  + " are fitted on these rows")
         note = (fitted + "; --loo predicts each GPU's rows with them fitted without its rows "
-                "(duty: " + ", ".join(f"{k}: {v:g}" for k, v in duties.items()) + ")"
+                "(duty: " + ", ".join(f"{k}: {v:g}" for k, v in duties.items())
+                + ("" if reserves is None else "; reserve [GiB]: " + ", ".join(
+                    f"{k}: {v:g}" for k, v in reserves.items())) + ")"
                 if duties is not None else
                 fitted + " (in sample; --loo for the leave-one-GPU-out figures)")
     else:

@@ -6,9 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import ConfigError, require_float, require_int
-from ..units import MAX_SIZE
+from ..units import BYTES_PER_GIB, MAX_SIZE
 
 POLICIES = ("on-demand", "reserve")
+# A runtime reserve above 1 TB per device is a typo, not a stack.
+MAX_RUNTIME_RESERVE_BYTES = 1e12
+# TensorRT-LLM's runtime reserve per device [GiB] (``EngineConfig.runtime_reserve_bytes``),
+# fitted on the max-load rows with the power wall's duty and the release factors refitted on
+# top of each grid value (``serving.reserve_fit``, ``scripts/fit_runtime_reserve.py``).
+TRTLLM_RUNTIME_RESERVE_GIB = 0.0
 # Scheduler kinds (``EngineConfig.mixed_batches``): "mixed" = decode tokens and prompt chunks
 # share a pass (in-flight batching: TensorRT-LLM, vLLM V1, SGLang); "prefill-first" = vLLM
 # V0's default scheduler (chunked prefill off): a pass that runs prompts carries no decodes.
@@ -26,6 +32,10 @@ class EngineConfig:
     policy: str = "on-demand"
     prefix_hit_rate: float = 0.0
     kv_capacity_tokens: int | None = None     # override of the memory-derived capacity
+    # Device memory [B] the stack holds outside the weights, the pass's activations and the KV
+    # cache (CUDA context, library workspaces, runtime and sampling buffers), per device; the
+    # KV cache gets ``kv_memory_fraction`` of what is left after it.
+    runtime_reserve_bytes: float = 0.0
     # False: vLLM V0's default scheduler (chunked prefill off): an iteration that admits or
     # prefills prompts carries no decode tokens -- the running requests wait a pass
     # (github vllm-project/vllm v0.4.3, vllm/core/scheduler.py, Scheduler._schedule_default:
@@ -42,6 +52,8 @@ class EngineConfig:
         require_int("block size", self.block_size, 1, 1 << 20)
         require_float("KV memory fraction", self.kv_memory_fraction, lo=0, hi=1, lo_open=True)
         require_float("prefix hit rate", self.prefix_hit_rate, lo=0, hi=1)
+        require_float("runtime reserve [B]", self.runtime_reserve_bytes, lo=0,
+                      hi=MAX_RUNTIME_RESERVE_BYTES)
         if self.prefix_hit_rate >= 1:
             raise ConfigError("prefix hit rate must be below 1 (the last prompt token is "
                               "always computed)")
@@ -71,7 +83,8 @@ class FrameworkDefaults:
 FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
     "tensorrt-llm": FrameworkDefaults(
         EngineConfig(max_batch=2048, max_num_tokens=8192, chunked_prefill=True, block_size=64,
-                     kv_memory_fraction=0.9, policy="reserve", sliding_window=False),
+                     kv_memory_fraction=0.9, policy="reserve", sliding_window=False,
+                     runtime_reserve_bytes=TRTLLM_RUNTIME_RESERVE_GIB * BYTES_PER_GIB),
         "TensorRT-LLM: trtllm-build defaults max_batch_size 2048, max_num_tokens 8192 "
         "(trtllm-build reference, https://nvidia.github.io/TensorRT-LLM/commands/"
         "trtllm-build.html; values as remembered for v0.11+, check your release); KV cache "

@@ -48,9 +48,11 @@ class RunParts:
         return self.output_tokens / float((c + self.comm_s).sum())
 
 
-def record(rows, requests: int = sv.MAX_LOAD_REQUESTS) -> list[tuple]:
+def record(rows, requests: int = sv.MAX_LOAD_REQUESTS,
+           reserve_bytes: float | None = None) -> list[tuple]:
     """[(row, RunParts)] for the rows that have presets (each configuration simulated once,
-    without the wall)."""
+    without the wall; ``reserve_bytes``: TensorRT-LLM's runtime reserve per device, None = the
+    shipped one, ``config.TRTLLM_RUNTIME_RESERVE_GIB``)."""
     runs: dict = {}
     out = []
     for r in rows:
@@ -61,7 +63,7 @@ def record(rows, requests: int = sv.MAX_LOAD_REQUESTS) -> list[tuple]:
         key = (model, dev, prec, r.tp, r.isl, r.osl, r.max_batch, r.max_num_tokens)
         if key not in runs:
             try:
-                runs[key] = _run(model, dev, prec, r, requests)
+                runs[key] = _run(model, dev, prec, r, requests, reserve_bytes)
             except TimeBudgetExceeded:
                 raise
             except Exception:       # noqa: BLE001 - a row that cannot run is left out
@@ -71,7 +73,8 @@ def record(rows, requests: int = sv.MAX_LOAD_REQUESTS) -> list[tuple]:
     return out
 
 
-def _run(model: str, dev: str, prec: str, r, requests: int) -> RunParts:
+def _run(model: str, dev: str, prec: str, r, requests: int,
+         reserve_bytes: float | None = None) -> RunParts:
     hw = load_hardware(dev)
     cost = C.IterationCost(load_model(model), hw, precision_preset(prec), ParallelPlan(tp=r.tp),
                            efficiency_for(hw, "tensorrt-llm"))
@@ -79,6 +82,8 @@ def _run(model: str, dev: str, prec: str, r, requests: int) -> RunParts:
     if r.max_batch or r.max_num_tokens:
         cfg = replace(cfg, max_batch=r.max_batch or cfg.max_batch,
                       max_num_tokens=r.max_num_tokens or cfg.max_num_tokens)
+    if reserve_bytes is not None:
+        cfg = replace(cfg, runtime_reserve_bytes=reserve_bytes)
     cost.recorder = []
     saved, C.TENSOR_DUTY = C.TENSOR_DUTY, None
     try:

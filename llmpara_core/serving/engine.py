@@ -69,11 +69,13 @@ class SimResult:
 
 
 def kv_capacity_tokens(cost: IterationCost, cfg: EngineConfig) -> int:
-    """KV-cache tokens of a replica: fraction of the memory left after weights and activations,
-    divided by the KV bytes per token, rounded down to whole blocks. 0 if nothing is left."""
+    """KV-cache tokens of a replica: fraction of the memory left after weights, activations and
+    the stack's runtime reserve, divided by the KV bytes per token, rounded down to whole
+    blocks. 0 if nothing is left."""
     if cfg.kv_capacity_tokens is not None:
         return cfg.kv_capacity_tokens // cfg.block_size * cfg.block_size
-    free = cost.free_bytes_per_device(cfg.max_num_tokens) * cfg.kv_memory_fraction
+    free = (cost.free_bytes_per_device(cfg.max_num_tokens) - cfg.runtime_reserve_bytes) \
+        * cfg.kv_memory_fraction
     per = cost.kv_bytes_per_token()
     if free <= 0 or per <= 0:
         return 0

@@ -296,8 +296,8 @@ def _capacity(data: dict, origin: str) -> float:
                             f"'memory_capacity_MiB' = 2^20 B as nvidia-smi reports it)")
     if len(given) > 1:
         both = " and ".join(f"'{k}'" for k, _ in given)
-        raise _fail(origin, f"give the memory capacity once: {both} are set together (use one of {names}; GB = 1e9 B, GiB = 2^30 B, "
-                            f"MiB = 2^20 B)")
+        raise _fail(origin, f"give the memory capacity once: {both} are set together (use "
+                            f"one of {names}; GB = 1e9 B, GiB = 2^30 B, MiB = 2^20 B)")
     key, scale = given[0]
     return _scaled(_number(data, key, origin, key, positive=True), scale)
 

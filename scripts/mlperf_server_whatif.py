@@ -25,6 +25,13 @@ pass's kernels (the 0.11-era batch manager's loop is synchronous: the next pass 
 so outside the FP8 power wall's max(). Offline runs, and so the Server search's upper bracket,
 are unchanged. K is swept, not fitted: a K picked on these rows would be fitted on them.
 
+``--as-run``: the TensorRT-LLM rows as NVIDIA's harness ran them -- its scheduler policy
+default ``max_util`` (MAX_UTILIZATION: blocks as tokens are written, eviction when full; the
+same main_llm.cc, ``DEFINE_string(trtllm_batch_sched_policy, "max_util", ...)``; the v4.1
+harness passes no policy flag: closed/NVIDIA/code/llama2-70b-99.9/tensorrt/harness.py's
+custom arguments) and the rows' own engine settings (``mlperf.predict(..., engine=True)``);
+with ``--stream-k`` the streaming Server runs are made on top of it.
+
 ``--operating-points``: per row, the Offline run's KV capacity, time-weighted running batch,
 mean step time, share of passes on the FP8 power wall, and per-instance tokens/s against the
 measured.
@@ -67,16 +74,17 @@ def _streaming(cost, k: float):
     return cost
 
 
-def predict(row, stream_k: float = 0.0) -> float | None:
+def predict(row, stream_k: float = 0.0, engine: bool = False) -> float | None:
     """``mlperf.predict`` with the Server simulations (rate search and the completed-tokens
-    run) of TensorRT-LLM rows streaming at ``stream_k``; Offline as shipped."""
+    run) of TensorRT-LLM rows streaming at ``stream_k``; Offline as shipped. ``engine``: the
+    rows' own engine settings (``mlperf.predict(..., engine=True)``)."""
     if stream_k == 0.0 or row.scenario != "Server" or row.framework != "tensorrt-llm":
-        return mlperf.predict(row)
-    s = mlperf._setup(row)
+        return mlperf.predict(row, engine=engine)
+    s = mlperf._setup(row, engine=engine)
     if s is None:
         return None
     cost, cfg = s
-    min_s = mlperf.MIN_DURATION_S
+    min_s = (row.min_duration_s if engine else None) or mlperf.MIN_DURATION_S
     table = mlperf.lengths_for(row.isl, row.osl)
     res = simulate(cost, cfg, RequestSpec(table=table, requests=mlperf.OFFLINE_REQUESTS))
     share = max(mlperf.MIN_OFFLINE_QUERIES.get(row.benchmark, 24576) / row.instances,
@@ -85,7 +93,7 @@ def predict(row, stream_k: float = 0.0) -> float | None:
     if n_off > mlperf.OFFLINE_REQUESTS:
         res = simulate(cost, cfg, RequestSpec(table=table, requests=n_off))
     sat = len(res.osl) / res.makespan_s
-    scost, scfg = mlperf._setup(row)
+    scost, scfg = mlperf._setup(row, engine=engine)
     _streaming(scost, stream_k)
     slo = report.Slo(row.ttft_slo_ms / 1000.0, row.tpot_slo_ms / 1000.0, 99.0)
     n = int(min(mlperf.SERVER_REQUESTS, max(1000, sat * min_s)))
@@ -153,6 +161,10 @@ def main(argv=None) -> None:
     ap.add_argument("--capacity-scale", type=float)
     ap.add_argument("--stream-k", type=float, action="append", default=[])
     ap.add_argument("--operating-points", action="store_true")
+    ap.add_argument("--as-run", action="store_true",
+                    help="the TensorRT-LLM rows as NVIDIA's harness ran them: its default "
+                         "MAX_UTILIZATION scheduler (KV blocks as written, eviction when "
+                         "full) and the rows' own batch sizes, max_num_tokens and run lengths")
     a = ap.parse_args(argv)
     if a.operating_points:
         operating_points()
@@ -162,6 +174,13 @@ def main(argv=None) -> None:
     if any(not 0 <= k <= 100 for k in a.stream_k):
         ap.error("--stream-k must be in [0, 100]")
     cols = {"shipped": errors(mlperf.predict)}
+    engine = False
+    if a.as_run:
+        mlperf.RELEASE_ENGINE = {**mlperf.RELEASE_ENGINE,
+                                 "tensorrt-llm": {"policy": "on-demand"}}
+        mlperf.predict.cache_clear()
+        engine = True
+        cols["as run"] = errors(lambda r: mlperf.predict(r, engine=True))
     if a.capacity_scale is not None:
         load = mlperf.load_hardware
 
@@ -175,7 +194,8 @@ def main(argv=None) -> None:
         mlperf.load_hardware = load
         mlperf.predict.cache_clear()
     for k in a.stream_k:
-        cols[f"stream K={k:g}"] = errors(lambda r, k=k: predict(r, k))
+        cols[f"{'as run, ' if engine else ''}stream K={k:g}"] = errors(
+            lambda r, k=k: predict(r, k, engine))
     table(cols)
 
 

@@ -5,6 +5,7 @@ comparison (``mlperf.compare``):
     python scripts/mlperf_server_whatif.py --capacity-scale 1.073741824
     python scripts/mlperf_server_whatif.py --stream-k 1 [--stream-k 2 ...]
     python scripts/mlperf_server_whatif.py --operating-points
+    python scripts/mlperf_server_whatif.py --server-point 1 [--server-point 5 ...]
 
 ``--capacity-scale X``: every device's memory capacity x X (1.073741824 = 2^30 / 1e9: a
 "80 GB" preset read as 80 GiB -- what a change of the presets from decimal GB to GiB does to
@@ -156,11 +157,36 @@ def operating_points() -> None:
               f"(measured {r.measured / r.instances:7.0f})")
 
 
+def server_point(i: int) -> None:
+    """Row ``i`` (a Server row) at its measured rate per instance over 600 s of Poisson
+    arrivals, with and without streaming: requests in flight (time-weighted), TPOT mean and
+    p99, TTFT p99 -- to set beside the run log's (README, MLPerf)."""
+    row = mlperf.load_rows()[i]
+    if row.scenario != "Server":
+        sys.exit(f"error: row {i} is not a Server row")
+    cost, cfg = mlperf._setup(row)
+    table_ = mlperf.lengths_for(row.isl, row.osl)
+    rate = row.measured / row.instances / float(table_.osl.mean())
+    spec = RequestSpec(table=table_, requests=int(rate * 600.0)).with_rate(rate)
+    for name, c in (("no streaming", cfg), ("streaming", replace(
+            cfg, stream_s_per_token=mlperf.server_stream_s(row, cost)))):
+        res = simulate(cost, c, spec)
+        ttft, tpot, _ = report.per_request(res)
+        tpot = tpot[np.isfinite(tpot)]
+        run, dt = np.asarray(res.log["running"]), np.asarray(res.log["dt_s"])
+        print(f"{i:3d} {_short(row)} {name:12s}: in flight "
+              f"{float((run * dt).sum() / dt.sum()):5.0f}, TPOT mean {tpot.mean() * 1e3:4.0f} ms "
+              f"p99 {np.percentile(tpot, 99) * 1e3:4.0f} ms, TTFT p99 "
+              f"{np.percentile(ttft, 99):5.2f} s")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--capacity-scale", type=float)
     ap.add_argument("--stream-k", type=float, action="append", default=[])
     ap.add_argument("--operating-points", action="store_true")
+    ap.add_argument("--server-point", type=int, action="append", default=[], metavar="ROW",
+                    help="a Server row at its measured rate, with and without streaming")
     ap.add_argument("--as-run", action="store_true",
                     help="the TensorRT-LLM rows as NVIDIA's harness ran them: its default "
                          "MAX_UTILIZATION scheduler (KV blocks as written, eviction when "
@@ -168,6 +194,13 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     if a.operating_points:
         operating_points()
+        return
+    if a.server_point:
+        n = len(mlperf.load_rows())
+        if any(not 0 <= i < n for i in a.server_point):
+            ap.error(f"--server-point must be a row index in 0..{n - 1}")
+        for i in a.server_point:
+            server_point(i)
         return
     if a.capacity_scale is not None and not 0.5 <= a.capacity_scale <= 2.0:
         ap.error("--capacity-scale must be in [0.5, 2]")

@@ -59,6 +59,12 @@ class EngineConfig:
     # rolling buffer): its attention and KV reads run to the full context, as if the model had
     # no window. A property of how a stack is run, not of the model (``FRAMEWORK_DEFAULTS``).
     sliding_window: bool = True
+    # Host time [s] per streamed token: an engine that streams returns a response for every
+    # sequence that produced a token in a pass, as the pass ends, and its step loop starts
+    # the next pass after that (0: no streaming -- responses only as requests finish, as an
+    # offline or max-load run returns them). Used by the MLPerf Server rows
+    # (``mlperf.SERVER_STREAMING``); no stack default streams.
+    stream_s_per_token: float = 0.0
 
     def __post_init__(self):
         require_int("max batch", self.max_batch, 1, MAX_SIZE)
@@ -68,6 +74,7 @@ class EngineConfig:
         require_float("prefix hit rate", self.prefix_hit_rate, lo=0, hi=1)
         require_float("runtime reserve [B]", self.runtime_reserve_bytes, lo=0,
                       hi=MAX_RUNTIME_RESERVE_BYTES)
+        require_float("stream host time per token", self.stream_s_per_token, lo=0, hi=1)
         if self.prefix_hit_rate >= 1:
             raise ConfigError("prefix hit rate must be below 1 (the last prompt token is "
                               "always computed)")

@@ -12,10 +12,11 @@ freed and its prompt plus generated tokens are prefilled again later. ``reserve`
 so nothing is ever preempted. A prefix-cache hit rate h skips the compute of the first h x ISL
 prompt tokens (their blocks are still counted: no sharing is modelled).
 
-The time of an iteration is ``IterationCost.time_s`` of its mix. Stretches of pure decode
-(no prompt to run, nobody admissible) are advanced in one vectorised block up to the next
-event (a completion, an arrival that can be admitted, the KV cache filling up), which gives
-exactly the per-iteration result at a fraction of the cost.
+The time of an iteration is ``IterationCost.time_s`` of its mix, plus, for an engine that
+streams (``EngineConfig.stream_s_per_token``), its host time per token produced. Stretches of
+pure decode (no prompt to run, nobody admissible) are advanced in one vectorised block up to
+the next event (a completion, an arrival that can be admitted, the KV cache filling up), which
+gives exactly the per-iteration result at a fraction of the cost.
 
 The loop runs ~20,000 scheduling steps for 10,000 requests at a Poisson rate, so it is written
 for per-step overhead (issue 31: <= 2 s on one core with drawn lengths): the decoders' arrays
@@ -407,6 +408,8 @@ def _mixed_general(st: _State, dec: np.ndarray, chunks: list[tuple[int, int]],
     n_complete = int(completes.sum())
     F = _features(st, base, end, c_new, nd + n_complete)
     dt = st.cost.time_one_s(F, nd + len(idx))
+    if st.cfg.stream_s_per_token:       # one streamed response per token produced (F[2])
+        dt += st.cfg.stream_s_per_token * float(F[2])
     t0 = st.now
     running, waiting = len(st.run), st.queued()
     st.advance(dt, running + waiting)
@@ -457,6 +460,8 @@ def _one_chunk_iteration(st: _State, dec: np.ndarray, i: int, c: int, base: np.n
         row.append(cost.moe.expected_active_experts(T))
     F = np.array(row)
     dt = cost.time_one_s(F, nd + 1)
+    if st.cfg.stream_s_per_token:       # one streamed response per token produced (row[2])
+        dt += st.cfg.stream_s_per_token * row[2]
     t0 = st.now
     running, waiting = len(st.run), st.queued()
     st.advance(dt, running + waiting)
@@ -529,7 +534,10 @@ def _decode_block(st: _State, dec: np.ndarray, base: np.ndarray, held) -> int:
         col = 7
     if cost.moe:
         F[:, col] = cost.moe.expected_active_experts(nd)
-    cum = cost.time_s(F, nd).cumsum().tolist()
+    times = cost.time_s(F, nd)
+    if cfg.stream_s_per_token:          # every decoder streams its token each step
+        times = times + cfg.stream_s_per_token * nd
+    cum = times.cumsum().tolist()
     nxt = st.next_new
     if len(st.run) < cfg.max_batch and not st.preempted and nxt < st.n \
             and st.arr_list[nxt] > st.now:

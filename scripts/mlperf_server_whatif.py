@@ -11,7 +11,8 @@ comparison (``mlperf.compare``):
 "80 GB" preset read as 80 GiB -- what a change of the presets from decimal GB to GiB does to
 the MLPerf operating points; nothing else changes).
 
-``--stream-k K``: the Server runs of the TensorRT-LLM rows stream. NVIDIA's MLPerf LLM harness
+``--stream-k K``: the Server runs of the TensorRT-LLM rows stream (shipped: K = 1,
+``mlperf.SERVER_STREAMING``; K = 0 is the state before it). NVIDIA's MLPerf LLM harness
 turns streaming on in every scenario but Offline (mlcommons/inference_results_v4.0@e81135a6:
 closed/NVIDIA/code/harness/harness_llm/main_llm.cc, ``config.mIsStreaming =
 genConfig["generation_config"]["streaming"] && (FLAGS_scenario != "Offline")``, "Let's disable
@@ -21,10 +22,10 @@ per-token host work that shows at high concurrency (NVIDIA/TensorRT-LLM#2613, "P
 streaming requests is worse than non-streaming"; PR #6332: "The overhead of streaming is only
 revealed when the concurrency gets high enough"); no source gives its size. Here it is K x the
 stack's fitted per-sequence per-pass host cost (``Efficiency.seq_overhead_s``, TensorRT-LLM
-10.07 us, fitted on the static-batch rows) per running sequence per pass, added after the
-pass's kernels (the 0.11-era batch manager's loop is synchronous: the next pass waits for it),
-so outside the FP8 power wall's max(). Offline runs, and so the Server search's upper bracket,
-are unchanged. K is swept, not fitted: a K picked on these rows would be fitted on them.
+10.07 us, fitted on the static-batch rows) per token produced (one response per sequence
+that produced a token in the pass), added after the pass's kernels (the 0.11-era batch manager's loop is synchronous: the next pass waits for it),
+so outside the FP8 power wall's max() (``EngineConfig.stream_s_per_token``). Offline runs, and so the Server search's upper bracket, are unchanged. K is swept, not fitted:
+a K picked on these rows would be fitted on them.
 
 ``--as-run``: the TensorRT-LLM rows as NVIDIA's harness ran them -- its scheduler policy
 default ``max_util`` (MAX_UTILIZATION: blocks as tokens are written, eviction when full; the
@@ -63,48 +64,17 @@ def _short(row) -> str:
     return f"{row.system[:30]:30s} {row.gpu:6s} TP{row.tp} x{row.instances} {bench:7s}"
 
 
-def _streaming(cost, k: float):
-    """``cost`` with K x its per-sequence host cost added per sequence per pass, after the
-    kernels (outside the power wall)."""
-    per_seq = k * cost.hardware.effective_efficiency.seq_overhead_s * cost.time_scale
-    inner = cost.time_s
+def stream_scaled(k: float):
+    """Make ``mlperf.server_stream_s`` K x the shipped one; returns a function that restores
+    it."""
+    shipped = mlperf.server_stream_s
+    mlperf.server_stream_s = lambda row, cost: k * shipped(row, cost)
+    mlperf.predict.cache_clear()
 
-    def time_s(F, n_seqs):
-        return inner(F, n_seqs) + per_seq * np.asarray(n_seqs, dtype=float)
-    cost.time_s = time_s
-    return cost
-
-
-def predict(row, stream_k: float = 0.0, engine: bool = False) -> float | None:
-    """``mlperf.predict`` with the Server simulations (rate search and the completed-tokens
-    run) of TensorRT-LLM rows streaming at ``stream_k``; Offline as shipped. ``engine``: the
-    rows' own engine settings (``mlperf.predict(..., engine=True)``)."""
-    if stream_k == 0.0 or row.scenario != "Server" or row.framework != "tensorrt-llm":
-        return mlperf.predict(row, engine=engine)
-    s = mlperf._setup(row, engine=engine)
-    if s is None:
-        return None
-    cost, cfg = s
-    min_s = (row.min_duration_s if engine else None) or mlperf.MIN_DURATION_S
-    table = mlperf.lengths_for(row.isl, row.osl)
-    res = simulate(cost, cfg, RequestSpec(table=table, requests=mlperf.OFFLINE_REQUESTS))
-    share = max(mlperf.MIN_OFFLINE_QUERIES.get(row.benchmark, 24576) / row.instances,
-                len(res.osl) / res.makespan_s * min_s)
-    n_off = int(min(mlperf.OFFLINE_CAP, share))
-    if n_off > mlperf.OFFLINE_REQUESTS:
-        res = simulate(cost, cfg, RequestSpec(table=table, requests=n_off))
-    sat = len(res.osl) / res.makespan_s
-    scost, scfg = mlperf._setup(row, engine=engine)
-    _streaming(scost, stream_k)
-    slo = report.Slo(row.ttft_slo_ms / 1000.0, row.tpot_slo_ms / 1000.0, 99.0)
-    n = int(min(mlperf.SERVER_REQUESTS, max(1000, sat * min_s)))
-    spec = RequestSpec(table=table, requests=n)
-    found = report.max_rate_meeting_slo(scost, scfg, spec, slo, sat)
-    scheduled = found.max_rate * float(table.osl.mean()) * row.instances
-    if found.max_rate <= 0:
-        return scheduled
-    done = simulate(scost, scfg, spec.with_rate(found.max_rate))
-    return scheduled * mlperf.completed_share(done, row)
+    def restore():
+        mlperf.server_stream_s = shipped
+        mlperf.predict.cache_clear()
+    return restore
 
 
 def summary(errs: dict) -> str:
@@ -227,8 +197,12 @@ def main(argv=None) -> None:
         mlperf.load_hardware = load
         mlperf.predict.cache_clear()
     for k in a.stream_k:
-        cols[f"{'as run, ' if engine else ''}stream K={k:g}"] = errors(
-            lambda r, k=k: predict(r, k, engine))
+        restore = stream_scaled(k)
+        try:
+            cols[f"{'as run, ' if engine else ''}stream K={k:g}"] = errors(
+                lambda r: mlperf.predict(r, engine=engine))
+        finally:
+            restore()
     table(cols)
 
 

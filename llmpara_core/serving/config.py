@@ -63,7 +63,8 @@ class EngineConfig:
     # sequence that produced a token in a pass, as the pass ends, and its step loop starts
     # the next pass after that (0: no streaming -- responses only as requests finish, as an
     # offline or max-load run returns them). Used by the MLPerf Server rows
-    # (``mlperf.SERVER_STREAMING``); no stack default streams.
+    # (``mlperf.SERVER_STREAMING``); no stack default streams. (The serving energy estimate
+    # prices this time as kernel time, at busy power: an overestimate of a streaming run's J.)
     stream_s_per_token: float = 0.0
 
     def __post_init__(self):

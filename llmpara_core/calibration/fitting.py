@@ -67,12 +67,14 @@ RESTARTS = 4                     # Nelder-Mead restarts of a class fit (converge
 ATTENTION_START = 0.15
 # The GEMM fractions (compute, attention_compute) need prefill rows of two devices: one
 # device's prefill rows can be off by 10x (an A100 SXM notebook's F16 prompts at 3 % of peak,
-# now left out of the fit by the steady-state rule, ``unsteady_prefill``), and with one device
-# they would set the class alone. (With that rule, one device allowed and MIN_PREFILL_ROWS 3,
-# the A100s' 21 prompt rows held out go 25.0 -> 18.6 % (TensorRT-LLM's three TTFT rows at their
-# shipped fit): the A100 PCIe fold then fits
-# compute on the SXM's three quantised rows, one of them a 2025 MMQ build. Not kept: both
-# thresholds would be chosen on those held-out rows.)
+# a sweep that is not at steady state: ``measurements.unsteady_prefill``), and with one device
+# they would set the class alone. Tried and not kept (issue 27): leaving such sweeps out of the
+# class fit -- the A100s' prompt rows held out 24.96 -> 24.99 %, and through the streaming
+# bounds' fit (the datacenter class values it holds moved) consumer prefill 13.5 -> 13.7 %,
+# consumer batch 1 4.1 -> 4.2 %; with that rule, one device allowed and MIN_PREFILL_ROWS 3, the
+# A100s' 21 prompt rows held out go 25.0 -> 18.6 % (TensorRT-LLM's three TTFT rows at their
+# shipped fit: the A100 PCIe fold fits compute on the SXM's three quantised rows, one of them
+# a 2025 MMQ build) -- not kept either: both thresholds would be chosen on those rows.
 MIN_PREFILL_DEVICES = 2
 # A class's half-saturation in rows of its routed-expert GEMMs (``Efficiency.
 # expert_half_tokens``; its dense GEMMs stay flat: a GEMM curve on them made batch-1 decode
@@ -245,46 +247,13 @@ def paired_quant_devices(prefill: list[Mapped]) -> set[str]:
     return {k[0] for k, v in kinds.items() if len(v) == 2}
 
 
-def unsteady_prefill(rows: list[Mapped]) -> set[str]:
-    """Row ids of prompt-processing sweeps not at steady state: a sweep (one source, device,
-    device count, model, weight format and stack, two or more prompt lengths) whose tokens/s
-    at its longest prompt exceeds that at its shortest. A prompt's work per token grows with
-    its length (attention over more keys), so a steady run slows down with it; one that
-    speeds up was not steady (llama-bench runs its prompt tests shortest first, so a GPU still
-    clocking up or sharing its work with another job shows exactly this). Of the shared data's
-    25 such sweeps one is flagged: the A100 SXM4 notebook's Llama-3-8B F16 rows (pp512 604,
-    pp4096 866 tokens/s; its own table gives pp1024 681 and pp8192 1,323, with a spread of
-    6-13 % over llama-bench's repetitions where the notebook's other rows spread < 1 %). Such
-    rows are not fitted on (``class_rows``); they stay in every error figure."""
-    sweeps: dict[tuple, list[Mapped]] = defaultdict(list)
-    for r in rows:
-        m = r.measurement
-        if m.metric == "prefill_tok_s" and r.workload.prompt_len:
-            sweeps[(m.source, r.hardware.slug, r.devices, m.model, m.quant, r.framework,
-                    m.batch)].append(r)
-    out = set()
-    for rs in sweeps.values():
-        lens = {r.workload.prompt_len for r in rs}
-        if len(lens) < 2:
-            continue
-        short = [r.measurement.value for r in rs if r.workload.prompt_len == min(lens)]
-        long_ = [r.measurement.value for r in rs if r.workload.prompt_len == max(lens)]
-        if max(long_) > min(short):
-            out |= {r.measurement.row_id for r in rs}
-    return out
-
-
 def class_rows(rows: list[Mapped], table: EfficiencyTable | None = None
                ) -> dict[HardwareClass, list[Mapped]]:
     """Rows the class fit uses, by hardware class: single-device batch-1 llama.cpp rows, but
     no prefill/TTFT row of a GPU whose preset lacks the fp16 (tensor) peak -- its fp32 peak
-    understates what the GPU computes with -- and none of a prompt sweep not at steady state
-    (``unsteady_prefill``)."""
+    understates what the GPU computes with."""
     out: dict[HardwareClass, list[Mapped]] = defaultdict(list)
-    unsteady = unsteady_prefill(rows)
     for r in rows:
-        if r.measurement.row_id in unsteady:
-            continue
         if (r.framework == REFERENCE_FRAMEWORK and r.devices == 1
                 and r.hardware.efficiency is None and r.measurement.batch == 1
                 and r.measurement.metric in ("decode_tok_s", "prefill_tok_s", "ttft_ms")

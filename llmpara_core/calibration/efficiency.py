@@ -128,7 +128,15 @@ ACT_QUANT_STACKS = ("llama.cpp",)
 # based stacks (vLLM, SGLang, gpt-fast, HF) and TensorRT-LLM accumulate FP16/BF16 GEMMs in FP32.
 # Int8 MMA: llama.cpp's quantised matmuls (MMQ, ggml-cuda/mmq.cu) multiply the weight blocks
 # with q8_1-quantised activations in int8 (mma.sync on Turing and newer); the other stacks'
-# weight-only kernels dequantise to 16 bits and run at the 16-bit rate.
+# weight-only kernels dequantise to 16 bits and run at the 16-bit rate. Build dependence, not
+# modelled: MMQ runs prompts only since June 2024 (github ggml-org/llama.cpp PR #8075, "use MMQ
+# instead of cuBLAS by default"; int8 MMA in MMQ from PR #7676 / #7860, May-June 2024). Before,
+# a batch above MMQ_MAX_BATCH_SIZE = 32 rows had its quantised weights dequantised to F16 for
+# FP16 cuBLAS (ggerganov/llama.cpp@005de593 ggml-cuda.cu: "max batch size to use MMQ kernels
+# when tensor cores are available"): the XiongjieDai notebook rows (llama-bench build 2837,
+# May 2024; their log prints "CUDA_USE_TENSOR_CORES: yes") ran that path, the 2025 scoreboard
+# rows (discussion #15013) MMQ. The rows do not carry their build, so one fitted
+# quant_compute covers both paths.
 ACC16_STACKS = ("llama.cpp",)
 # Stacks that run a prompt in micro-batches of a fixed number of tokens
 # (``Efficiency.prompt_ubatch_tokens``): llama.cpp's physical batch n_ubatch, 512 by default
@@ -175,6 +183,28 @@ KERNEL_PLANS = {"gpt-fast": {"k_proj": 0.0, "v_proj": 0.0, "ffn_gate_up": 2.0,
 # (consumer 16.2 -> 19.5 %, datacenter 23.7 -> 21.3 %; the layer-split rows 16.3 -> 31.6 %
 # and 41.6 -> 46.3 %). It needs the rigs' power caps in the rows and a clock-under-power-cap
 # rule for GEMMs first.
+# Tried and not kept (issue 27, datacenter prefill; both measured with the classes-only
+# leave-one-device-out of llama.cpp's GPU prompt rows, scripts/prefill_class_loo.py, which
+# reproduces the shipped consumer figure, 13.5 %):
+# * A GEMM power bound: llama.cpp's prompt GEMMs at most k x tdp_W FLOP/s, k fitted on the
+#   GPU prompt rows with the classes held and then refitted (an A100 PCIe reaches 40 % of its
+#   312 TFLOPS at 300 W and a 250 W RTX 5000 Ada 38 %, where the GeForce cards reach 50-60 %).
+#   Fitted k = 0.34-0.39 TFLOP/J per fold. Consumer GPUs 13.5 -> 15.1 % (the RTX A6000, RTX PRO
+#   6000 Blackwell and RTX 3090 rows get worse as the class fraction rises to 0.54-0.58 to make
+#   up), the A100s' llama.cpp rows 26.3 -> 29.7 % (single-GPU rows +11..+40 -> -20..-7 %, the
+#   layer-split rows -7..-45 -> -40..-60 %). The A100 SXM (400 W) is only ~1.1x the PCIe card
+#   (300 W) on the same rows, not the 1.33x one energy per FLOP gives.
+# * FP32 work of the quantised matmuls on int8 MMA: a quantised FLOP taking
+#   1 / (compute x quant_compute x int8) + c / fp32, c FP32 operations per int8 operation on
+#   the CUDA cores (MMQ scales each block's int8 partial sum in float; the pre-June-2024 path
+#   dequantised on them). Every GeForce/RTX card has fp32 = int8 / 8, the A100 int8 / 32, so c
+#   acts on the A100 alone (the A100's MMQ Q4_0 prompt, 4,850 tokens/s, is 0.94x an RTX 3090's
+#   with 2.2x its int8 peak). Fitted on all rows c goes to 0 (its lower bound): once the
+#   datacenter class has its own GEMM fraction (both A100s), the A100's quantised rows need no
+#   more. With one A100 held out, the fold fits c = 0.016-0.026 on the other A100's rows and
+#   the A100s' llama.cpp rows go 26.3 -> 22.8 % (consumer 13.5 -> 13.6 %): c then stands in for
+#   the missing datacenter GEMM fraction, which the F16 rows (still +11 / +19 %) show is not
+#   quantisation-specific. Not kept: a held-out gain the full data does not support.
 # Host work per sequence per pass that a stack's overlap scheduler hides behind the GPU in plain
 # decoding and that its speculative modes pay serially (``Efficiency.spec_host_seq_s``). Cited,
 # not fitted: the one published batch sweep fits alpha on its smallest batch, and two rows

@@ -452,6 +452,35 @@ def lacks_tensor_peak(row: Mapped) -> bool:
             and row.hardware.peak_flops_per_s_raw(row.precision.compute_dtype) is None)
 
 
+def unsteady_prefill(rows: list[Mapped]) -> set[str]:
+    """Row ids of prompt-processing sweeps not at steady state: a sweep (one source, device,
+    device count, model, weight format and stack at two or more prompt lengths) whose tokens/s
+    at its longest prompt exceeds that at its shortest. A prompt's work per token grows with
+    its length (attention over more keys), so a steady run slows down with it; one that speeds
+    up was not steady (llama-bench runs its prompt tests shortest first: a GPU still clocking
+    up, or shared with another job, shows exactly this). Of the shared data's 25 sweeps one is
+    flagged: the A100 SXM4 notebook's Llama-3-8B F16 rows (pp512 604, pp4096 866 tokens/s; its
+    own table gives pp1024 681 and pp8192 1,323, with a 6-13 % spread over llama-bench's
+    repetitions where the notebook's other rows spread < 1 %). A diagnostic for the reasons
+    the validation gives (``summary.why``); the rows are fitted and scored like every other."""
+    sweeps: dict[tuple, list[Mapped]] = {}
+    for r in rows:
+        m = r.measurement
+        if m.metric == "prefill_tok_s" and r.workload.prompt_len:
+            key = (m.source, r.hardware.slug, r.devices, m.model, m.quant, r.framework, m.batch)
+            sweeps.setdefault(key, []).append(r)
+    out = set()
+    for rs in sweeps.values():
+        lens = {r.workload.prompt_len for r in rs}
+        if len(lens) < 2:
+            continue
+        short = [r.measurement.value for r in rs if r.workload.prompt_len == min(lens)]
+        long_ = [r.measurement.value for r in rs if r.workload.prompt_len == max(lens)]
+        if max(long_) > min(short):
+            out |= {r.measurement.row_id for r in rs}
+    return out
+
+
 def device_key(hardware) -> tuple:
     """What makes two presets one physical device for leave-one-device-out: the same class,
     architecture, memory technology, bandwidth, capacity and dense peaks. Presets differing

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..hardware import HardwareClass
 from .measurements import (METRICS, REGIMES, Prediction, Skipped, lacks_tensor_peak, regime,
-                           row_stack)
+                           row_stack, unsteady_prefill)
 
 MODES = ("ideal", "generic", "estimated")
 BAND = 0.15                   # the page's +-15 % band
@@ -105,7 +105,9 @@ def summarize(preds: list[Prediction], skipped=(), worst: int = 12,
                                  [p for p in ps if framework_group(p) == fw]))
     groups += regime_groups(preds)
     ranked = sorted(preds, key=lambda p: -abs(p.error))[:worst]
-    return Summary(tuple(groups), tuple(Worst(p, why(p, fitted_classes)) for p in ranked),
+    unsteady = unsteady_prefill([p.row for p in preds])
+    return Summary(tuple(groups),
+                   tuple(Worst(p, why(p, fitted_classes, unsteady)) for p in ranked),
                    tuple(skipped), len(preds))
 
 
@@ -127,10 +129,16 @@ def regime_groups(preds: list[Prediction]) -> list[GroupStats]:
     return out
 
 
-def why(p: Prediction, fitted_classes: set | None = None) -> tuple[str, ...]:
-    """Likely reasons a prediction is off, from what the row and the scenario say."""
+def why(p: Prediction, fitted_classes: set | None = None,
+        unsteady: set | None = None) -> tuple[str, ...]:
+    """Likely reasons a prediction is off, from what the row and the scenario say;
+    ``unsteady`` = row ids of prompt sweeps that speed up with their length
+    (``measurements.unsteady_prefill`` over the rows validated together)."""
     row, m = p.row, p.row.measurement
     out = list(row.assumptions)
+    if unsteady and m.row_id in unsteady:
+        out.append("its prompt sweep runs faster at its longest prompt than at its shortest: "
+                   "not a steady run (a prompt's work per token grows with its length)")
     fast = p.error > 0          # model faster than measured
     if p.ideal < p.measured:
         out.append("measured beats the ideal roofline: the preset's peak or bandwidth (or the "

@@ -3,6 +3,7 @@ tensor-parallel all-reduces under NCCL's own cost model (issue 27, batch-1 decod
 
     python scripts/quant_cost_whatif.py                      # every variant, held out (~25 min)
     python scripts/quant_cost_whatif.py --variant share --in-sample
+    python scripts/quant_cost_whatif.py --per-device       # gpt-fast on one device at a time
 
 A stack whose batch-1 rows mix quantised and native weights (gpt-fast: BF16 and int8 / int4
 weight-only; MLC: F16 and q4f16_1) pins what its quantised matmuls cost beyond their bytes
@@ -15,15 +16,18 @@ weight-only; MLC: F16 and q4f16_1) pins what its quantised matmuls cost beyond t
 * ``cu`` -- gpt-fast's quantised weights stream at most so many bytes per compute unit per
   clock cycle (``Efficiency.quant_stream_bytes_per_cu_cycle``: a dequantising rate that scales
   with the SM / CU count and clock, not with the bandwidth);
-* ``nccl`` -- ``launch``, with gpt-fast's tensor-parallel all-reduces (torch.distributed, i.e.
-  NCCL) timed by NCCL's own tuning model (``parallel.collectives.nccl_ring_all_reduce_s``, the
-  model the serving simulator uses) instead of the one-shot estimate.
+* ``nccl`` -- ``launch``, with every estimated all-reduce within a node timed by NCCL's own
+  tuning model (``parallel.collectives.nccl_ring_all_reduce_s``, as the serving simulator
+  times them) instead of the one-shot estimate: gpt-fast's tensor parallelism calls
+  torch.distributed (NCCL) all-reduces. It applies to every stack's rows (MLC's and
+  FasterTransformer's too).
 
 Held out: the folds of ``fitting.leave_one_device_out`` for the devices these stacks were
 measured on and the other datacenter GPUs (the datacenter class's 67 batch-1 rows), each
 refitted under the variant; printed: the batch-1 median |error| of gpt-fast's and MLC's rows,
 of the datacenter class, and per row. ``--in-sample``: gpt-fast's and MLC's profiles fitted on
-all their rows (classes as shipped), every row of theirs predicted.
+all their rows (classes as shipped), every row of theirs predicted, and the tensor-parallel
+series' figures (``llmpara validate --regime tp``) with that gpt-fast profile.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ STACKS = ("gpt-fast", "mlc")
 DEVICES = ("amd-mi250x-gcd", "nvidia-a100-sxm-80gb", "nvidia-a100-pcie-80gb", "nvidia-a10g",
            "nvidia-rtx-3090-ti", "nvidia-rtx-4090")
 VARIANTS = ("launch", "share", "cu", "nccl")
+CU_STARTS = (2.0, 4.0, 8.0, 16.0)      # bytes per compute unit per cycle
 _fit_framework = stack_fit.fit_framework
 _net_time = collectives.Net.time
 
@@ -76,8 +81,9 @@ def _cu_fit(name, rows, table, kernels=None, shrink=0.0, quant_form=None):
         t = stack_fit._with(table, mk(x))
         return [t.efficiency_for(r.hardware, name) for r in decode]
     weight = stack_fit.PRIOR_WEIGHT + shrink / len({r.hardware.slug for r in decode})
-    x0 = np.array([0.0] * (n - 1) + [math.log(8.0)])
-    x = stack_fit._fit(decode, effs, x0, 60 * n,
+    # the loss is flat in the bound wherever it binds nowhere: start from several bounds
+    starts = [np.array([0.0] * (n - 1) + [math.log(k)]) for k in CU_STARTS]
+    x = stack_fit._fit(decode, effs, starts, 60 * n,
                        prior=lambda x: weight * float(np.sum(np.square(x[:n - 1]))))
     return mk(x)
 
@@ -129,6 +135,37 @@ def in_sample(mapped, table) -> list:
                                    and validation.regime(r) == "batch-1"], t)[0]
 
 
+def per_device(mapped, table) -> None:
+    """gpt-fast's profile fitted on each of its devices' rows alone (classes as shipped): what
+    a fold left with that one device fits."""
+    rows = [r for r in mapped if r.framework == "gpt-fast" and r.hardware.efficiency is None]
+    for slug in sorted({r.hardware.slug for r in rows}):
+        p = stack_fit.fit_framework("gpt-fast", [r for r in rows if r.hardware.slug == slug],
+                                    table)
+        print(f"  gpt-fast on {slug} alone: memory_scale {p.memory_scale:.3f}, overhead_scale "
+              f"{p.overhead_scale:.3f}, {p.absolute}")
+
+
+def tp_figures(mapped, table) -> None:
+    """The tensor-parallel series (``llmpara validate --regime tp``'s in-sample computation)
+    with gpt-fast's profile fitted on all its rows under the current variant (its setups
+    re-timed with it; FasterTransformer's profile as shipped)."""
+    from llmpara_core.calibration.tp_measurements import (compare_tp_measurements,
+                                                          load_tp_measurements)
+    from llmpara_core.calibration.tp_validation import tp_error_summary
+    rows = [r for r in mapped if r.framework == "gpt-fast" and r.hardware.efficiency is None]
+    t = stack_fit._with(table, stack_fit.fit_framework("gpt-fast", rows, table))
+    tp = load_tp_measurements()
+    setups = {k: replace(v, hardware=replace(v.hardware, efficiency=t.efficiency_for(
+        replace(v.hardware, efficiency=None), v.efficiency_profile)))
+              if v.efficiency_profile == "gpt-fast" else v for k, v in tp.setups.items()}
+    s = tp_error_summary(compare_tp_measurements(replace(tp, setups=setups)))
+    gf = s["per_framework"]["gpt-fast"]
+    print(f"  TP series: tokens/s per sequence {s['median_abs_error']:.1%} (gpt-fast "
+          f"{gf['median_abs_error']:.1%}), speedup {s['median_abs_speedup_error']:.1%} "
+          f"(gpt-fast {gf['median_abs_speedup_error']:.1%})")
+
+
 def report(preds) -> None:
     for name in STACKS:
         rs = [p for p in preds if validation.row_stack(p.row) == name]
@@ -145,17 +182,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variant", action="append", choices=VARIANTS)
     ap.add_argument("--in-sample", action="store_true", help="no refits without a device")
+    ap.add_argument("--per-device", action="store_true",
+                    help="gpt-fast fitted on each of its devices alone, nothing else")
     ap.add_argument("--device", action="append", help=f"folds (default: {', '.join(DEVICES)})")
     args = ap.parse_args(argv)
     measured, skipped = validation.read_shipped()
     mapped, _ = validation.map_all(measured, skipped)
     table = default_table()
     for v in args.variant or VARIANTS:
-        print(f"\n{v} ({'in sample' if args.in_sample else 'leave-one-device-out'})",
-              flush=True)
+        mode = ("one device at a time" if args.per_device else
+                "in sample" if args.in_sample else "leave-one-device-out")
+        print(f"\n{v} ({mode})", flush=True)
         use(v)
+        if args.per_device:
+            per_device(mapped, table)
+            continue
         report(in_sample(mapped, table) if args.in_sample
                else held_out(mapped, table, args.device or DEVICES))
+        if args.in_sample:
+            tp_figures(mapped, table)
     use("launch")
     return 0
 

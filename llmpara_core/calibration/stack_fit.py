@@ -68,10 +68,11 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # (``Efficiency.act_quant_kernels``); "share" -- its weight-only kernels stream quantised
 # weights at a fitted share of its 16-bit streaming rate (``Efficiency.quant_memory``). The
 # fit uses QUANT_FORM; "share" is a what-if (``scripts/quant_cost_whatif.py``), tried for
-# issue 27 and not kept: gpt-fast's held-out A100 int8/int4 rows improve (-23 to -40 % ->
-# -3 to -24 %; gpt-fast held out 10.2 -> 9.1 %), but MLC's get worse (13.2 -> 15.1 %), the
-# datacenter batch-1 figure stays at 9.0 %, and in sample the A100's int8 rows (70B on one GPU
-# -17 %, TP speedups 4.5 -> 5.0 %) want the fixed cost per matmul.
+# issue 27 and not kept: gpt-fast's held-out A100 int8/int4 rows improve (median 28.5 -> 11 %;
+# gpt-fast held out 10.2 -> 9.1 %, in sample 6.4 -> 5.0 %), but MLC's get worse
+# (13.2 -> 15.1 %), the datacenter batch-1 figure stays at 9.0 %, and the A100's own int8 rows
+# want the fixed cost per matmul (70B int8 on one GPU -17 % in sample; TP series speedups
+# 4.5 -> 4.9 %). README "How accurate is it?" has the figures of every variant tried.
 QUANT_FORMS = ("launch", "share")
 QUANT_FORM = "launch"
 

@@ -115,7 +115,8 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
                   kernels: dict | None = None, shrink: float = 0.0,
                   quant_form: str | None = None) -> FrameworkProfile:
     """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows (and
-    its ``act_quant_kernels`` where they mix quantised and native weights), compute scale on
+    its ``act_quant_kernels``, or ``quant_memory`` under the "share" form, where they mix
+    quantised and native weights), compute scale on
     its prefill/TTFT rows, and its batched-regime values on its
     single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
     kernel values borrowed from another stack: only the per-pass costs are fitted. ``shrink``
@@ -221,15 +222,13 @@ def _median(errs: list[float]) -> float | None:
 
 
 def _best_lambda(name: str, decode: list[Mapped], table: EfficiencyTable, keys: list,
-                 quant_form: str, known: dict | None = None) -> float:
-    """lambda of ``SHRINK_GRID`` with the lowest held-out median |error| (``known``: lambda ->
-    median already measured); ties go to the smaller."""
+                 quant_form: str | None) -> float:
+    """lambda of ``SHRINK_GRID`` with the lowest held-out median |error|; ties go to the
+    smaller."""
     best = None
     for lam in SHRINK_GRID:
-        med = (known or {}).get(lam)
-        if med is None:
-            med = _median(_held_out_errors(name, decode, table, keys, shrink=lam,
-                                           quant_form=quant_form))
+        med = _median(_held_out_errors(name, decode, table, keys, shrink=lam,
+                                       quant_form=quant_form))
         if med is not None and (best is None or med < best[0] - 1e-12):
             best = (med, lam)
     return best[1] if best else 0.0

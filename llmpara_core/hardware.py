@@ -155,6 +155,13 @@ class Efficiency:
     launches differently from one kernel each (``roofline.launches``): 0 where it fuses the
     operator into a neighbour's kernel, 2 where it splits it in two; unnamed operators launch
     one. Set by the stack's profile from its source, not by hardware files.
+    ``quant_memory`` is the fraction of the weight-streaming rate (``memory`` x bandwidth) a
+    stack's matmuls with quantised weights reach in decode (``Operator.quantized``): weight-only
+    kernels that dequantise inside a matrix-vector product (gpt-fast's int8 / int4 paths)
+    stream their fewer bytes more slowly than the 16-bit path streams its own; 1 = no
+    difference. A share of the bandwidth, not a bound per compute unit (``roofline.
+    weight_stream_limits`` combines the two). A stack profile's key (``quant_memory``); the
+    shipped fit sets it for no stack (``calibration.stack_fit.QUANT_FORM``).
     ``quant_compute`` is the fraction of the GEMM rate (``compute``) of the unit that runs
     them a stack's matmuls with quantised weights reach at many tokens in flight
     (``Operator.quantized``): kernels that unpack blocks of quantised weights inside their
@@ -194,6 +201,7 @@ class Efficiency:
     quant_stream_bytes_per_cu_cycle: float = 0.0
     kernel_plan: tuple = ()
     quant_compute: float = 1.0
+    quant_memory: float = 1.0
     gemm_fp16_acc16: bool = False
     quant_gemm_int8: bool = False
     prompt_ubatch_tokens: float = 0.0
@@ -220,6 +228,7 @@ class Efficiency:
         require_float("efficiency.expert_half_tokens", self.expert_half_tokens, lo=0, hi=1e6)
         require_float("efficiency.node_step_s", self.node_step_s, lo=0, hi=1)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
+        check_float("efficiency_fraction", self.quant_memory, "efficiency.quant_memory")
         for f in STREAM_FIELDS:
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
                           hi=MAX_STREAM_BYTES_PER_CU_CYCLE)

@@ -108,15 +108,21 @@ def gemm_peaks(hardware: Hardware, dtype: DType, eff: Efficiency) -> tuple[float
 def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, float]:
     """(16-bit, quantised) fastest rates [B/s] at which the stack's kernels stream weights on
     ``hardware``: ``Efficiency.stream_bytes_per_cu_cycle`` (and its quantised twin) x the
-    device's compute units x its boost clock; 0 = no limit (the efficiency has none, or the
-    device's file lacks ``compute_units`` or ``boost_clock_MHz``)."""
+    device's compute units x its boost clock (none where the device's file lacks
+    ``compute_units`` or ``boost_clock_MHz``); quantised weights also at most
+    ``Efficiency.quant_memory`` x the stack's streaming rate (``memory`` x bandwidth), the
+    lower of the two where both apply. 0 = no limit."""
     units = getattr(hardware, "compute_units", None)
     mhz = getattr(hardware, "boost_clock_mhz", None)
-    if not units or not mhz:
-        return 0.0, 0.0
-    cycles_per_s = units * mhz * 1e6
-    return (eff.stream_bytes_per_cu_cycle * cycles_per_s,
-            eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+    per_cu = (0.0, 0.0)
+    if units and mhz:
+        cycles_per_s = units * mhz * 1e6
+        per_cu = (eff.stream_bytes_per_cu_cycle * cycles_per_s,
+                  eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+    if eff.quant_memory >= 1.0:
+        return per_cu
+    share = eff.quant_memory * hardware.memory_bandwidth_bytes_per_s * eff.memory
+    return per_cu[0], (min(per_cu[1], share) if per_cu[1] > 0 else share)
 
 
 def expert_flops_factor(r: Rates, moe) -> float:

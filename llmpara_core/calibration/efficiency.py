@@ -240,6 +240,7 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "seq_overhead_us": ("seq_overhead_s", S_PER_US),
                  "stage_hop_us": ("stage_hop_s", S_PER_US),
                  "act_quant_kernels": ("act_quant_kernels", 1.0),
+                 "quant_memory": ("quant_memory", 1.0),
                  "spec_host_seq_us": ("spec_host_seq_s", S_PER_US),
                  "tp_row_copy_us": ("tp_row_copy_s", S_PER_US),
                  "node_step_us": ("node_step_s", S_PER_US),

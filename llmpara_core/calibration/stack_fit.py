@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..budget import check_time_budget
+from ..errors import ConfigError
 from ..hardware import MAX_ACT_QUANT_KERNELS
 from .efficiency import (ACT_QUANT_STACKS, FRAMEWORKS, KV_PER_QUERY_HEAD, cited_absolute,
                          EfficiencyTable, FrameworkProfile)
@@ -61,6 +62,19 @@ KERNEL_FIELDS = ("memory", "compute", "gemm_half_tokens", "kv_read", "attention_
 # measured on fewer than two devices keeps 0.
 SHRINK_GRID = (0.0, 0.003, 0.01, 0.03, 0.1, 0.3)
 OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
+# How a stack whose batch-1 rows mix quantised and native weights (and that does not run the
+# reference stack's activation-quantising path) is charged for its quantised matmuls:
+# "launch" -- a fitted fixed cost per quantised matmul, in launches
+# (``Efficiency.act_quant_kernels``); "share" -- its weight-only kernels stream quantised
+# weights at a fitted share of its 16-bit streaming rate (``Efficiency.quant_memory``). The
+# fit uses QUANT_FORM; "share" is a what-if (``scripts/quant_cost_whatif.py``), tried for
+# issue 27 and not kept: gpt-fast's held-out A100 int8/int4 rows improve (median 28.5 -> 11 %;
+# gpt-fast held out 10.2 -> 9.1 %, in sample 6.4 -> 5.0 %), but MLC's get worse
+# (13.2 -> 15.1 %), the datacenter batch-1 figure stays at 9.0 %, and the A100's own int8 rows
+# want the fixed cost per matmul (70B int8 on one GPU -17 % in sample; TP series speedups
+# 4.5 -> 4.9 %). README "How accurate is it?" has the figures of every variant tried.
+QUANT_FORMS = ("launch", "share")
+QUANT_FORM = "launch"
 
 
 # ---- stack fit ------------------------------------------------------------------------------
@@ -98,13 +112,20 @@ def _with(table: EfficiencyTable, prof: FrameworkProfile) -> EfficiencyTable:
 
 
 def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
-                  kernels: dict | None = None, shrink: float = 0.0) -> FrameworkProfile:
+                  kernels: dict | None = None, shrink: float = 0.0,
+                  quant_form: str | None = None) -> FrameworkProfile:
     """Profile of stack ``name``: memory and overhead scales on its batch-1 decode rows (and
-    its ``act_quant_kernels`` where they mix quantised and native weights), compute scale on
+    its ``act_quant_kernels``, or ``quant_memory`` under the "share" form, where they mix
+    quantised and native weights), compute scale on
     its prefill/TTFT rows, and its batched-regime values on its
     single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
     kernel values borrowed from another stack: only the per-pass costs are fitted. ``shrink``
-    = lambda of the batch-1 shrinkage (``SHRINK_GRID``)."""
+    = lambda of the batch-1 shrinkage (``SHRINK_GRID``); ``quant_form`` = how its quantised
+    rows' extra cost is fitted (``QUANT_FORMS``; None = ``QUANT_FORM``)."""
+    quant_form = quant_form or QUANT_FORM
+    if quant_form not in QUANT_FORMS:
+        raise ConfigError(f"quant_form must be one of {', '.join(QUANT_FORMS)}, got "
+                          f"{quant_form!r}")
     label, native = FRAMEWORKS[name][0], name in NATIVE_KERNEL_STACKS
     prof = FrameworkProfile(name, label, native_kernels=native,
                             kv_per_query_head=name in KV_PER_QUERY_HEAD,
@@ -116,20 +137,25 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     if len(decode) >= MIN_FRAMEWORK_ROWS:
         # fewer than 2 x MIN_FRAMEWORK_ROWS rows pin one number: the bandwidth scale
         two = len(decode) >= 2 * MIN_FRAMEWORK_ROWS
-        # rows with and without quantised weights also pin the stack's fixed cost per
-        # quantised matmul, in launches (stacks in ACT_QUANT_STACKS keep their cited count);
-        # it is fitted even with fewer than 2 x MIN_FRAMEWORK_ROWS rows, where one native and
-        # one quantised row pin it and the bandwidth scale exactly (requiring two of each made
-        # gpt-fast's leave-one-device-out worse: 8.1 -> 10.5 %)
-        quant = sum(r.precision.weight_ffn_bits < 16 for r in decode)
-        aq = name not in ACT_QUANT_STACKS and quant >= 1 and len(decode) - quant >= 1
+        # rows with and without quantised weights also pin what the stack's weight-only
+        # path costs beyond its bytes (stacks in ACT_QUANT_STACKS keep the reference path:
+        # the cited activation-quantising launches), in the form ``quant_form`` names
+        # (``QUANT_FORMS``: a share of the 16-bit streaming rate, ``quant_memory``, or a fixed
+        # cost per quantised matmul in launches, ``act_quant_kernels``). It is fitted even
+        # with fewer than 2 x MIN_FRAMEWORK_ROWS rows, where one native and one quantised row
+        # pin it and the bandwidth scale exactly (requiring two of each made gpt-fast's
+        # leave-one-device-out worse: 8.1 -> 10.5 %)
+        aq = mixes_quant(name, decode)
         n = 1 + two + aq
 
         def scales(x) -> tuple[dict, dict]:
             s = {"memory_scale": math.exp(x[0]),
                  "overhead_scale": math.exp(x[1]) if two else 1.0}
-            return s, ({"act_quant_kernels": min(MAX_ACT_QUANT_KERNELS, math.exp(x[n - 1]))}
-                       if aq else {})
+            if not aq:
+                return s, {}
+            if quant_form == "share":
+                return s, {"quant_memory": min(1.0, math.exp(x[n - 1]))}
+            return s, {"act_quant_kernels": min(MAX_ACT_QUANT_KERNELS, math.exp(x[n - 1]))}
 
         def effs(x):
             s, a = scales(x)
@@ -162,29 +188,63 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     return replace(prof, rows=used, note=note)
 
 
-def choose_shrink(name: str, rows: list[Mapped], table: EfficiencyTable) -> float:
-    """lambda of ``SHRINK_GRID`` with the lowest median |error| of stack ``name``'s batch-1
-    rows when each of its devices (presets of one chip together) is predicted by the stack
-    fitted on its other devices' batch-1 rows; ties go to the smaller. 0 with fewer than two
-    devices."""
+def mixes_quant(name: str, decode: list[Mapped]) -> bool:
+    """Whether stack ``name``'s batch-1 rows ``decode`` pin a cost of its own quantised
+    matmuls: rows with quantised and with native weights, and not the reference path
+    (``ACT_QUANT_STACKS`` keep the cited activation-quantising launches)."""
+    quant = sum(r.precision.weight_ffn_bits < 16 for r in decode)
+    return name not in ACT_QUANT_STACKS and quant >= 1 and len(decode) - quant >= 1
+
+
+def _held_out_errors(name: str, decode: list[Mapped], table: EfficiencyTable, keys: list,
+                     **fit_kw) -> list[float]:
+    """|error| of stack ``name``'s batch-1 rows ``decode`` when each device (``keys``) is
+    predicted by the stack fitted on the other devices' rows (``fit_kw`` to
+    ``fit_framework``)."""
     from .measurements import predict_all
-    decode = [r for r in rows if regime(r) == "batch-1"]
-    keys = sorted({device_key(r.hardware) for r in decode}, key=repr)
-    if len(keys) < 2:
-        return 0.0
+    errs = []
+    for k in keys:
+        train = [r for r in decode if device_key(r.hardware) != k]
+        if len(train) < MIN_FRAMEWORK_ROWS:
+            continue
+        prof = fit_framework(name, train, table, **fit_kw)
+        errs += [abs(p.error) for p in predict_all(
+            [r for r in decode if device_key(r.hardware) == k], _with(table, prof))[0]]
+    return errs
+
+
+def _devices(decode: list[Mapped]) -> list:
+    return sorted({device_key(r.hardware) for r in decode}, key=repr)
+
+
+def _median(errs: list[float]) -> float | None:
+    return float(np.median(errs)) if errs else None
+
+
+def _best_lambda(name: str, decode: list[Mapped], table: EfficiencyTable, keys: list,
+                 quant_form: str | None) -> float:
+    """lambda of ``SHRINK_GRID`` with the lowest held-out median |error|; ties go to the
+    smaller."""
     best = None
     for lam in SHRINK_GRID:
-        errs = []
-        for k in keys:
-            train = [r for r in decode if device_key(r.hardware) != k]
-            if len(train) < MIN_FRAMEWORK_ROWS:
-                continue
-            prof = fit_framework(name, train, table, shrink=lam)
-            errs += [abs(p.error) for p in predict_all(
-                [r for r in decode if device_key(r.hardware) == k], _with(table, prof))[0]]
-        if errs and (best is None or float(np.median(errs)) < best[0] - 1e-12):
-            best = (float(np.median(errs)), lam)
+        med = _median(_held_out_errors(name, decode, table, keys, shrink=lam,
+                                       quant_form=quant_form))
+        if med is not None and (best is None or med < best[0] - 1e-12):
+            best = (med, lam)
     return best[1] if best else 0.0
+
+
+def choose_shrink(name: str, rows: list[Mapped], table: EfficiencyTable,
+                  quant_form: str | None = None) -> float:
+    """lambda of ``SHRINK_GRID`` with the lowest median |error| of stack ``name``'s batch-1
+    rows when each of its devices (presets of one chip together) is predicted by the stack
+    fitted on its other devices' batch-1 rows (its quantised matmuls charged as
+    ``quant_form``); ties go to the smaller. 0 with fewer than two devices."""
+    decode = [r for r in rows if regime(r) == "batch-1"]
+    keys = _devices(decode)
+    if len(keys) < 2:
+        return 0.0
+    return _best_lambda(name, decode, table, keys, quant_form)
 
 
 def fit_batched(name: str, rows: list[Mapped], table: EfficiencyTable,

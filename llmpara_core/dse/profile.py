@@ -68,20 +68,26 @@ class Profile:
 
 class _KVRate:
     """The fields of ``roofline.Rates`` that ``effective_memory_bytes`` reads. No weight-
-    streaming limit: a design of the space has no compute-unit count
-    (``roofline.weight_stream_limits``)."""
+    streaming limit per compute unit: a design of the space has no compute-unit count
+    (``roofline.weight_stream_limits``); the stack's share of its streaming rate for quantised
+    weights (``Efficiency.quant_memory``) is kept, as extra bytes (``_time_bytes``)."""
     weight_limit_bytes_per_s = 0.0
     quant_weight_limit_bytes_per_s = 0.0
 
-    def __init__(self, kv_read_efficiency: float, kv_reread: float = 0.0):
+    def __init__(self, kv_read_efficiency: float, kv_reread: float = 0.0,
+                 quant_memory: float = 1.0):
         self.kv_read_efficiency = kv_read_efficiency
         self.kv_reread = kv_reread
+        self.quant_memory = quant_memory
 
 
 def _time_bytes(mem_bytes: float, o, count: int, kv: _KVRate) -> float:
     """Bytes of ``count`` executions of operator ``o`` as the estimated roofline streams them
     (KV-cache reads at ``kv_read`` of the bandwidth, re-read per query head by stacks with
-    ``kv_reread``: ``roofline.effective_memory_bytes``)."""
+    ``kv_reread``: ``roofline.effective_memory_bytes``; quantised weights counted
+    1 / ``quant_memory`` times, as ``roofline.weight_stream_limits`` streams them)."""
+    if kv.quant_memory < 1.0 and o.quantized:
+        mem_bytes = mem_bytes + o.weight_bytes * count * (1.0 / kv.quant_memory - 1.0)
     if _effective_memory_bytes is None or (kv.kv_read_efficiency == 1.0 and not kv.kv_reread):
         return mem_bytes
     return _effective_memory_bytes(mem_bytes, o.kv_read_bytes * count, kv,
@@ -129,7 +135,7 @@ def profile(model: Model, precision: Precision, workload: Workload,
     wl = workload
     kv = _KVRate(kv_read)
     if efficiency is not None:
-        kv = _KVRate(efficiency.kv_read, efficiency.kv_reread)
+        kv = _KVRate(efficiency.kv_read, efficiency.kv_reread, efficiency.quant_memory)
     pre_sc, dec_sc, att, quant = _flop_scales(efficiency, wl)
     if wl.gen_len < 1:
         raise ConfigError("gen_len is 0: the design space needs output tokens to rank designs")

@@ -32,7 +32,7 @@ default ``max_util`` (MAX_UTILIZATION: blocks as tokens are written, eviction wh
 same main_llm.cc, ``DEFINE_string(trtllm_batch_sched_policy, "max_util", ...)``; the v4.1
 harness passes no policy flag: closed/NVIDIA/code/llama2-70b-99.9/tensorrt/harness.py's
 custom arguments) and the rows' own engine settings (``mlperf.predict(..., engine=True)``);
-with ``--stream-k`` the streaming Server runs are made on top of it.
+its Server runs stream as shipped (``--stream-k`` scales that on top of it).
 
 ``--operating-points``: per row, the Offline run's KV capacity, time-weighted running batch,
 mean step time, share of passes on the FP8 power wall, and per-instance tokens/s against the

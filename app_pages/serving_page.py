@@ -174,8 +174,9 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
         hit = url_number("Prefix-cache hit rate", "sv_hit", 0.0, 0.99, 0.0, step=0.05, format="%g")
         kv_frac = url_number("KV memory fraction", "sv_kvfrac", 0.0, 1.0, 0.0, step=0.05,
                              format="%g",
-                             help="share of the memory left after weights and activations; "
-                                  "0 = the stack's default")
+                             help="TensorRT-LLM and generic: share of the memory left after weights "
+                                  "and activations; vLLM: share of the total, less weights "
+                                  "and activations; 0 = the stack's default")
     release = url_selectbox("TensorRT-LLM release", ("pooled",) + stack_version.versions(),
                             key="sv_release", default="pooled",
                             help="Releases differ on the same configuration (measured): each "

@@ -82,7 +82,7 @@ def register(subparsers) -> None:
                         "attention window, so every cached token is kept and read)")
     e.add_argument("--block-size", type=positive_int, help="KV-cache block [tokens]")
     e.add_argument("--kv-memory-fraction", type=bounded("unit_fraction", "KV memory fraction", lo_open=True),
-                   help="share of the memory left after weights and activations for KV")
+                   help="KV memory fraction: TensorRT-LLM and generic take this share of the memory left after weights and activations; vLLM takes it of the total, less weights and activations")
     e.add_argument("--kv-policy", choices=POLICIES)
     e.add_argument("--prefix-hit-rate", type=number_in(0, 0.999), default=0.0)
     s = p.add_argument_group("objectives")

@@ -50,6 +50,16 @@ class EngineConfig:
     # cache (CUDA context, library workspaces, runtime and sampling buffers), per device; the
     # KV cache gets ``kv_memory_fraction`` of what is left after it.
     runtime_reserve_bytes: float = 0.0
+    # What ``kv_memory_fraction`` is a share of. False (TensorRT-LLM's
+    # ``free_gpu_memory_fraction``): of the memory left after weights, activations and the
+    # reserve. True (vLLM's ``gpu_memory_utilization``): of the device's total memory, which
+    # weights, activations, the reserve and the KV cache share, so the KV cache gets that share
+    # of the total less everything else ("0.8 means 80% of the GPU's total memory ...
+    # requested_memory = total_gpu_memory x gpu_memory_utilization", docs.vllm.ai/projects/
+    # vllm-omni/en/latest/configuration/gpu_memory_utilization/; "It will use 90% of the total
+    # GPU memory by default to reserve space for kv cache after loading the model",
+    # huggingface.co/neuralmagic/Mistral-7B-Instruct-v0.3-GPTQ-4bit/discussions/1).
+    kv_fraction_of_total: bool = False
     # False: vLLM V0's default scheduler (chunked prefill off): an iteration that admits or
     # prefills prompts carries no decode tokens -- the running requests wait a pass
     # (github vllm-project/vllm v0.4.3, vllm/core/scheduler.py, Scheduler._schedule_default:
@@ -88,6 +98,8 @@ class EngineConfig:
             raise ConfigError("chunked prefill must be true or false")
         if not isinstance(self.mixed_batches, bool):
             raise ConfigError("mixed batches must be true or false")
+        if not isinstance(self.kv_fraction_of_total, bool):
+            raise ConfigError("KV fraction of total must be true or false")
         if not isinstance(self.sliding_window, bool):
             raise ConfigError("sliding window must be true or false")
         if self.max_batch > self.max_num_tokens:
@@ -126,8 +138,10 @@ FRAMEWORK_DEFAULTS: dict[str, FrameworkDefaults] = {
         "window caps them)"),
     "vllm": FrameworkDefaults(
         EngineConfig(max_batch=256, max_num_tokens=8192, chunked_prefill=True, block_size=16,
-                     kv_memory_fraction=0.9, policy="on-demand"),
-        "vLLM: max_num_seqs 256, block_size 16, gpu_memory_utilization 0.9, chunked prefill "
+                     kv_memory_fraction=0.9, policy="on-demand", kv_fraction_of_total=True),
+        "vLLM: max_num_seqs 256, block_size 16, gpu_memory_utilization 0.9 (a share of the "
+        "device's total memory, which weights and activations share with the KV cache), "
+        "chunked prefill "
         "with max_num_batched_tokens 8192 (offline LLM engine, V1), preemption by recompute "
         "(vLLM engine-argument docs; as remembered, check your release)"),
 }

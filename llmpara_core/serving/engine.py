@@ -71,12 +71,16 @@ class SimResult:
 
 def kv_capacity_tokens(cost: IterationCost, cfg: EngineConfig) -> int:
     """KV-cache tokens of a replica: fraction of the memory left after weights, activations and
-    the stack's runtime reserve, divided by the KV bytes per token, rounded down to whole
-    blocks. 0 if nothing is left."""
+    the stack's runtime reserve (or, ``kv_fraction_of_total``, that fraction of the device's
+    total less weights, activations and reserve), divided by the KV bytes per token, rounded
+    down to whole blocks. 0 if nothing is left."""
     if cfg.kv_capacity_tokens is not None:
         return cfg.kv_capacity_tokens // cfg.block_size * cfg.block_size
-    free = (cost.free_bytes_per_device(cfg.max_num_tokens) - cfg.runtime_reserve_bytes) \
-        * cfg.kv_memory_fraction
+    left = cost.free_bytes_per_device(cfg.max_num_tokens) - cfg.runtime_reserve_bytes
+    if cfg.kv_fraction_of_total:
+        free = left - (1.0 - cfg.kv_memory_fraction) * cost.hardware.memory_capacity_bytes
+    else:
+        free = left * cfg.kv_memory_fraction
     per = cost.kv_bytes_per_token()
     if free <= 0 or per <= 0:
         return 0

@@ -108,3 +108,39 @@ def test_held_out_gpu_never_sees_its_own_rows():
     e2 = {r.row_id: e for r, e in held2 if r.hardware == "GPU B"}
     for k, e in e1.items():
         assert e2[k] == pytest.approx((1 + e) / 1.5 - 1, rel=1e-12)
+
+
+def _serve_json(*extra):
+    import io
+    import json
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from llmpara_core.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(["serve", "-m", "llama-3.1-8b", "-hw", "nvidia-h100-sxm",
+                         "--framework", "tensorrt-llm", "--max-load", "--requests", "40",
+                         "--no-search", "--format", "json", *extra])
+        except SystemExit as e:          # argparse refuses a bad value with exit 2
+            code = e.code
+    return code, (json.loads(out.getvalue()) if code == 0 else None), err.getvalue()
+
+
+def test_cli_runtime_reserve_flag():
+    """``serve --runtime-reserve-gib`` replaces the framework's reserve: the KV cache grows by
+    the freed GiB x the KV fraction; hostile values are refused in one line."""
+    code, default, _ = _serve_json()
+    assert code == 0
+    assert default["engine"]["runtime_reserve_bytes"] == TRTLLM_RUNTIME_RESERVE_GIB * GIB
+    code, none, _ = _serve_json("--runtime-reserve-gib", "0")
+    assert code == 0 and none["engine"]["runtime_reserve_bytes"] == 0
+    gained = none["kv_cache_capacity_tokens"] - default["kv_cache_capacity_tokens"]
+    per = 32 * 8 * 128 * 2 * 2      # Llama-3.1-8B, FP16 KV: layers x KV heads x dim x (K, V) x 2 B
+    expect = TRTLLM_RUNTIME_RESERVE_GIB * GIB * 0.9 / per
+    assert abs(gained - expect) <= 64, (gained, expect)      # whole 64-token blocks
+    for bad in ("-1", "nan", "lots"):
+        code, _, err = _serve_json("--runtime-reserve-gib", bad)
+        assert code == 2 and "--runtime-reserve-gib" in err and "Traceback" not in err
+    code, _, err = _serve_json("--runtime-reserve-gib", "100")
+    assert code == 2 and "runtime reserve of 100 GiB" in err

@@ -15,7 +15,7 @@ from .base import (FRAMEWORK_HELP, add_model_hw_args, add_output_args, add_preci
                    nonneg_int, number_in, positive_int, precision_from_args, print_stack,
                    with_framework)
 from ..errors import ConfigError
-from ..units import BYTES_PER_GB, S_PER_MS
+from ..units import BYTES_PER_GB, BYTES_PER_GIB, S_PER_MS
 from ..serving import (ARRIVALS, POLICIES, SCHEDULERS, EngineConfig, RequestSpec, Slo,
                        engine_config, serve, study_to_dict)
 from ..serving import lengths as length_sets, scenarios, stack_version
@@ -83,6 +83,10 @@ def register(subparsers) -> None:
     e.add_argument("--block-size", type=positive_int, help="KV-cache block [tokens]")
     e.add_argument("--kv-memory-fraction", type=bounded("unit_fraction", "KV memory fraction", lo_open=True),
                    help="KV memory fraction: TensorRT-LLM and generic take this share of the memory left after weights and activations; vLLM takes it of the total, less weights and activations")
+    e.add_argument("--runtime-reserve-gib", type=number_in(0, 1024, what="a reserve [GiB]"),
+                   help="device memory the runtime holds outside weights, activations and KV "
+                        "cache, per device [GiB = 2^30 B] (default: the framework's; "
+                        "TensorRT-LLM 4, fitted on its max-load rows; vLLM and generic 0)")
     e.add_argument("--kv-policy", choices=POLICIES)
     e.add_argument("--prefix-hit-rate", type=number_in(0, 0.999), default=0.0)
     s = p.add_argument_group("objectives")
@@ -114,7 +118,9 @@ def _engine_config(args, framework: str | None) -> tuple[EngineConfig, str]:
                          sliding_window=window,
                          max_num_tokens=args.max_num_tokens, chunked_prefill=chunked,
                          block_size=args.block_size, kv_memory_fraction=args.kv_memory_fraction,
-                         policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate)
+                         policy=args.kv_policy, prefix_hit_rate=args.prefix_hit_rate,
+                         runtime_reserve_bytes=None if args.runtime_reserve_gib is None
+                         else args.runtime_reserve_gib * BYTES_PER_GIB)
 
 
 def _arrival(args) -> tuple[str, bool, str]:

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..limits import check_time_budget
+from ..units import BYTES_PER_GIB
 from ..operators import causal_pairs
 from .config import EngineConfig
 from .cost import IterationCost
@@ -191,8 +192,14 @@ def simulate(cost: IterationCost, cfg: EngineConfig, spec: RequestSpec,
     n = len(st.arr)
     worst = int((st.isl + st.osl).max())
     if st.blocks == 0:
-        raise ConfigError(f"no memory left for the KV cache on {cost.hardware.name} after the "
-                          f"weights and activations (plan {cost.plan.label})")
+        held = "the weights and activations"
+        if cfg.runtime_reserve_bytes > 0:
+            held = (f"the weights, activations and the runtime reserve of "
+                    f"{cfg.runtime_reserve_bytes / BYTES_PER_GIB:g} GiB")
+        if cfg.kv_fraction_of_total:
+            held += f", within {cfg.kv_memory_fraction:g} of the device's total memory"
+        raise ConfigError(f"no memory left for the KV cache on {cost.hardware.name} after "
+                          f"{held} (plan {cost.plan.label})")
     if not cfg.chunked_prefill and int(st.isl.max()) > cfg.max_num_tokens:
         raise ConfigError(f"a {int(st.isl.max())}-token prompt exceeds max-num-tokens "
                           f"{cfg.max_num_tokens} without chunked prefill")

@@ -16,12 +16,14 @@ import streamlit as st
 
 from llmpara_core import serving
 from llmpara_core.errors import ConfigError
-from llmpara_core.serving import lengths as length_sets, scenarios, stack_version
+from llmpara_core.serving import lengths as length_sets, scenarios, stack_version, streaming
 from llmpara_core.parallel import ParallelPlan
 from llmpara_core.presets import list_presets, load_hardware
-from llmpara_core.units import BYTES_PER_GB, S_PER_MS
+from llmpara_core.units import BYTES_PER_GB, BYTES_PER_GIB, S_PER_MS, S_PER_US
 from ui.format import escape_md, escape_md_keep_urls, fmt_int, fmt_time, sig
 from ui.narrow import first_on_narrow, narrow_only, record_table, wide_only
+from ui.page_inputs import optional_number
+from ui.serving_memory import memory_line
 from ui.shared_results import shared
 from ui.scenario import chart_config, get_scenario
 from ui.devices import (SIDEBAR, cluster_slugs, device_select, override_banner,
@@ -35,6 +37,7 @@ TRI = ("default", "on", "off")
 UPLOAD = "upload"
 LENGTH_CHOICES = serving.LENGTHS + tuple(length_sets.NAMED) + (UPLOAD,)
 CUSTOM = "custom"
+RESERVE_GIB = (0.0, 1024.0)     # the CLI's --runtime-reserve-gib range
 
 COLORS = {"p50": "#4C78A8", "p90": "#F58518", "p99": "#E45756", "batch": "#4C78A8",
           "kv": "#54A24B", "slo": "#8C8C8C", "knee": "#B279A2"}
@@ -158,6 +161,17 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                                 step=1024, help="max-num-tokens; 0 = the stack's default")
         block = url_number("KV block (tokens)", "sv_block", 0, 4096, 0, step=16,
                            help="0 = the stack's default")
+        stream_us = streaming.stream_s_per_token(hw) / S_PER_US
+        stream = url_selectbox(
+            "Streaming", TRI, key="sv_stream", default="default",
+            help=f"on: the engine returns a response for every sequence that produced a "
+                 f"token, after each pass, before starting the next; each streamed token "
+                 f"costs the stack's per-sequence host time per pass ({stream_us:.3g} µs "
+                 f"for {stack.name}), so a pass of 256 decodes takes "
+                 f"{256 * stream_us / 1000:.3g} ms longer and a busy engine serves fewer "
+                 f"tokens/s. off: responses only as requests finish. default: "
+                 f"{'on' if streaming.default_streaming(scenario if fixed_load else None, stack.name) else 'off'}"
+                 f" here ({streaming.default_reason(scenario if fixed_load else None, stack.name)})")
     with e[2]:
         chunked = url_selectbox("Chunked prefill", TRI, key="sv_chunked", default="default")
         policy = url_selectbox("KV policy", ("default",) + serving.POLICIES, key="sv_policy",
@@ -177,6 +191,15 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                              help="TensorRT-LLM and generic: share of the memory left after weights "
                                   "and activations; vLLM: share of the total, less weights "
                                   "and activations; 0 = the stack's default")
+        reserve_default_gib = (serving.framework_defaults(stack.name).config
+                               .runtime_reserve_bytes / BYTES_PER_GIB)
+        reserve = optional_number(
+            "Runtime reserve (GiB)", "sv_reserve", *RESERVE_GIB,
+            f"stack default: {reserve_default_gib:g} GiB", step=0.5, format="%g",
+            help="Device memory the runtime holds besides weights, activations and KV cache "
+                 "(CUDA context, library workspaces, sampling buffers), per device, "
+                 "GiB = 2³⁰ B. Empty = the stack's: TensorRT-LLM 4 GiB (fitted on its "
+                 "max-load rows), vLLM and generic 0. A larger reserve leaves less KV cache.")
     release = url_selectbox("TensorRT-LLM release", ("pooled",) + stack_version.versions(),
                             key="sv_release", default="pooled",
                             help="Releases differ on the same configuration (measured): each "
@@ -221,6 +244,7 @@ try:
     cfg, cfg_source = serving.engine_config(
         stack.name, max_batch=int(max_batch) or None, max_num_tokens=int(max_tokens) or None,
         block_size=int(block) or None, kv_memory_fraction=float(kv_frac) or None,
+        runtime_reserve_bytes=None if reserve is None else float(reserve) * BYTES_PER_GIB,
         chunked_prefill=None if chunked == "default" else chunked == "on",
         policy=None if policy == "default" else policy, prefix_hit_rate=float(hit),
         mixed_batches=None if sched == "default" else sched == "mixed")
@@ -272,13 +296,28 @@ fit = auto_fit()
 if fit is not None:
     hw, stack, plan, fit_msg = fit
     results.info(fit_msg, icon=":material/auto_fix_high:")
+streams = (streaming.default_streaming(scenario if fixed_load else None, stack.name)
+           if stream == "default" else stream == "on")
+cfg = streaming.with_streaming(cfg, streams, hw, release_scale)
 results.caption(escape_md_keep_urls(
     f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, "
     f"{cfg.max_num_tokens}-token budget, chunked prefill "
     f"{'on' if cfg.chunked_prefill else 'off'}, "
     f"{'mixed' if cfg.mixed_batches else 'prefill-first'} scheduler, "
-    f"{cfg.block_size}-token blocks, KV "
-    f"{cfg.policy}. Defaults: {cfg_source}"))
+    f"{cfg.block_size}-token blocks, KV policy "
+    f"{cfg.policy}, runtime reserve {cfg.runtime_reserve_bytes / BYTES_PER_GIB:g} GiB"
+    f"{' (the stack default)' if reserve is None else ''}, streaming "
+    + ("on" if streams else "off")
+    + (f" (the default: {streaming.default_reason(scenario if fixed_load else None, stack.name)}"
+       if stream == "default" else " (chosen")
+    + (f"; {cfg.stream_s_per_token / S_PER_US:.3g} µs per streamed token)" if streams else ")")
+    + f". Defaults: {cfg_source}"))
+try:
+    results.caption(memory_line(serving.kv_memory_for(
+        scn.model, hw, scn.precision, plan, cfg, flash_attention=scn.workload.flash_attention,
+        time_scale=release_scale), plan.label))
+except ConfigError:
+    pass                # the deployment itself is refused: the simulation says why below
 if table is not None:
     sm_ = table.summary()
     results.caption(escape_md(f"Lengths: {sm_['name']} — {sm_['rows']:,} requests, input mean "
@@ -446,7 +485,7 @@ def at_this_load() -> None:
         download_csv(ts, "serving-timeline.csv", "Timeline CSV", key="dl_sv_ts")
         download_csv(lat, "serving-latency.csv", "Latency CSV", key="dl_sv_lat")
         download_csv(cap, "serving-capacity.csv", "Capacity CSV", key="dl_sv_cap")
-        d = serving.study_to_dict(st_, stack, cfg_source)
+        d = serving.study_to_dict(st_, stack, cfg_source, streaming=streams)
         download_json(json.dumps({"scenario": scn.query, **d}, indent=2, allow_nan=False,
                                  default=str).encode("utf-8"),
                       "serving.json", "Result JSON", key="dl_sv_json")

@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import argparse
 
 from .types import bounded
 from ..limits import bound
@@ -18,7 +19,7 @@ from ..errors import ConfigError
 from ..units import BYTES_PER_GB, BYTES_PER_GIB, S_PER_MS
 from ..serving import (ARRIVALS, POLICIES, SCHEDULERS, EngineConfig, RequestSpec, Slo,
                        engine_config, serve, study_to_dict)
-from ..serving import lengths as length_sets, scenarios, stack_version
+from ..serving import lengths as length_sets, scenarios, stack_version, streaming
 from ..serving.disagg import disaggregate, disagg_to_dict
 
 _MAX_TP = 65536
@@ -87,6 +88,13 @@ def register(subparsers) -> None:
                    help="device memory the runtime holds outside weights, activations and KV "
                         "cache, per device [GiB = 2^30 B] (default: the framework's; "
                         "TensorRT-LLM 4, fitted on its max-load rows; vLLM and generic 0)")
+    e.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                   help="stream a response per token after every pass (--no-stream: "
+                        "responses as requests finish); each streamed token costs the stack's "
+                        "fitted per-sequence host time per pass (0 under the generic profile), "
+                        "so a busy engine serves fewer tokens/s. Default: the "
+                        "scenario's -- on for --scenario server / interactive under "
+                        "TensorRT-LLM (NVIDIA's MLPerf harness streams there), off otherwise")
     e.add_argument("--kv-policy", choices=POLICIES)
     e.add_argument("--prefix-hit-rate", type=number_in(0, 0.999), default=0.0)
     s = p.add_argument_group("objectives")
@@ -182,12 +190,15 @@ def _cmd_serve(args) -> None:
             raise ConfigError("--stack-version is a TensorRT-LLM release: give --framework "
                               "tensorrt-llm")
         scale = stack_version.time_scale(args.stack_version, bool(model.moe))
+    on = (streaming.default_streaming(args.scenario, stack.name) if args.stream is None
+          else args.stream)
+    cfg = streaming.with_streaming(cfg, on, stack_hw, scale)
     st = serve(model, hw, precision, spec, cfg,
                ParallelPlan(tp=args.tp, pp=args.pp), eff, slo, args.target_rate,
                flash_attention=not args.no_flash_attention,
                search=not args.no_search or at_slo_rate, at_slo_rate=at_slo_rate,
                time_scale=scale)
-    d = study_to_dict(st, stack, source)
+    d = study_to_dict(st, stack, source, streaming=on)
     if args.stack_version is not None:
         d["stack_version"] = {"release": args.stack_version,
                               "range": stack_version.range_of(args.stack_version),
@@ -207,7 +218,7 @@ def _cmd_serve(args) -> None:
         emit(d, "json")
         return
     flat = {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
-    for k in ("ttft_s", "tpot_s", "e2e_s"):
+    for k in ("ttft_s", "tpot_s", "e2e_s", "memory"):
         flat.update({f"{k}.{q}": v for q, v in d[k].items()})
     if args.format == "table":
         print_stack(stack)

@@ -17,6 +17,7 @@ from .config import EngineConfig
 from ..envelope import check_value
 from ..limits import MAX_REQUEST_EVENTS, check_arrival_span, check_size
 from .engine import SimResult, kv_capacity_tokens, simulate
+from .kv_memory import kv_memory
 from .report import (SEARCH_STEPS, RateSearch, ServeSummary, Slo, max_rate_meeting_slo,
                      replicas_for_rate,
                      steady_state_output_tokens_per_s, summarize)
@@ -157,10 +158,14 @@ def smallest_fitting(model: Model, options, precision: Precision, config: Engine
     return None
 
 
-def study_to_dict(st, stack, defaults_source: str) -> dict:
+def study_to_dict(st, stack, defaults_source: str, streaming: bool | None = None) -> dict:
     """JSON-ready dict (SI units) of a ServeStudy run under ``stack`` (a resolved
-    ``calibration.stacks.Stack``); the CLI contract's keys at the top level."""
+    ``calibration.stacks.Stack``); the CLI contract's keys at the top level. ``streaming``:
+    whether the run was asked to stream (None: whether its engine spends host time on it; a
+    profile without a per-sequence cost streams at 0 s a token). ``memory``: the device's
+    accounting (:func:`.kv_memory.kv_memory`)."""
     s = st.summary
+    mem = kv_memory(st.cost, st.config)
     out = {
         "model": st.cost.model.name, "hardware": st.cost.hardware.name,
         "plan": st.cost.plan.label, "framework": stack.name, "stack": stack.to_dict(),
@@ -184,6 +189,11 @@ def study_to_dict(st, stack, defaults_source: str) -> dict:
         "energy_j_per_token": _f(s.energy_j_per_token),
         "avg_power_w_per_gpu": _f(s.avg_power_w_per_gpu),
         "usd_per_million_tokens": _f(s.usd_per_million_tokens),
+        "streaming": st.config.stream_s_per_token > 0 if streaming is None else streaming,
+        "stream_s_per_token": st.config.stream_s_per_token,
+        "runtime_reserve_bytes": st.config.runtime_reserve_bytes,
+        "kv_budget_bytes": mem.kv_budget_bytes,
+        "memory": mem.to_dict(),
         "engine": {**asdict(st.config), "defaults_source": defaults_source},
         "requests": st.spec.to_dict(),
         "notes": list(s.notes),

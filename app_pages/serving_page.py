@@ -29,7 +29,9 @@ from ui.scenario import chart_config, get_scenario
 from ui.devices import (SIDEBAR, cluster_slugs, device_select, override_banner,
                         same_device_clusters)
 from ui.tables import download_csv, download_json, people_table
-from ui.url_widgets import url_number, url_segmented, url_selectbox, url_toggle
+from ui.links import format_number
+from ui.url_widgets import (register_link_param, url_number, url_segmented, url_selectbox,
+                            url_toggle)
 
 VIEWS = ("At this load", "Latency vs load", "Frontier", "Disaggregated")
 ARRIVALS = {"poisson": "Poisson", "gamma": "Gamma (bursty)", "max-load": "Max load"}
@@ -37,7 +39,8 @@ TRI = ("default", "on", "off")
 UPLOAD = "upload"
 LENGTH_CHOICES = serving.LENGTHS + tuple(length_sets.NAMED) + (UPLOAD,)
 CUSTOM = "custom"
-RESERVE_GIB = (0.0, 1024.0)     # the CLI's --runtime-reserve-gib range
+# GiB; the core's bound on a runtime reserve (1e12 B), in whole GiB
+RESERVE_GIB = (0.0, float(serving.config.MAX_RUNTIME_RESERVE_BYTES // BYTES_PER_GIB))
 
 COLORS = {"p50": "#4C78A8", "p90": "#F58518", "p99": "#E45756", "batch": "#4C78A8",
           "kv": "#54A24B", "slo": "#8C8C8C", "knee": "#B279A2"}
@@ -299,6 +302,10 @@ if fit is not None:
 streams = (streaming.default_streaming(scenario if fixed_load else None, stack.name)
            if stream == "default" else stream == "on")
 cfg = streaming.with_streaming(cfg, streams, hw, release_scale)
+# 'Copy link' spells out what the defaults resolved to (as it does the stack: fw=vllm, not
+# fw=default), so a shared link keeps its numbers if a stack's default changes
+register_link_param("sv_stream", "on" if streams else "off")
+register_link_param("sv_reserve", format_number(cfg.runtime_reserve_bytes / BYTES_PER_GIB))
 results.caption(escape_md_keep_urls(
     f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, "
     f"{cfg.max_num_tokens}-token budget, chunked prefill "

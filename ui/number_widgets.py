@@ -89,7 +89,7 @@ BOXES: tuple[NumberBox, ...] = (
     _box("serving" + _P, "sv_block", None, 0, 4096, True),             # 0 = the stack's
     _box("serving" + _P, "sv_hit", "unit_fraction", 0.0, 0.99),
     _box("serving" + _P, "sv_kvfrac", "unit_fraction"),                # 0 = the stack's
-    _box("serving" + _P, "sv_reserve", None, 0.0, 1024.0),             # GiB, empty = the stack's
+    _box("serving" + _P, "sv_reserve", None, 0.0, 931.0),              # GiB (< 1e12 B), empty = the stack's
     _box("serving" + _P, "sv_slo_ttft", "slo_ms", 1.0, 1e7),
     _box("serving" + _P, "sv_slo_tpot", "slo_ms", 0.1, 1e6),
     _box("serving" + _P, "sv_slo_pct", "percentile"),

@@ -170,7 +170,7 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
             help=f"on: the engine returns a response for every sequence that produced a "
                  f"token, after each pass, before starting the next; each streamed token "
                  f"costs the stack's per-sequence host time per pass ({stream_us:.3g} µs "
-                 f"for {stack.name}), so a pass of 256 decodes takes "
+                 f"for {stack.label}), so a pass of 256 decodes takes "
                  f"{256 * stream_us / 1000:.3g} ms longer and a busy engine serves fewer "
                  f"tokens/s. off: responses only as requests finish. default: "
                  f"{'on' if streaming.default_streaming(scenario if fixed_load else None, stack.name) else 'off'}"
@@ -306,6 +306,12 @@ cfg = streaming.with_streaming(cfg, streams, hw, release_scale)
 # fw=default), so a shared link keeps its numbers if a stack's default changes
 register_link_param("sv_stream", "on" if streams else "off")
 register_link_param("sv_reserve", format_number(cfg.runtime_reserve_bytes / BYTES_PER_GIB))
+try:
+    results.caption(memory_line(serving.kv_memory_for(
+        scn.model, hw, scn.precision, plan, cfg, flash_attention=scn.workload.flash_attention,
+        time_scale=release_scale), plan.label))
+except ConfigError:
+    pass                # the deployment itself is refused: the simulation says why
 results.caption(escape_md_keep_urls(
     f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, "
     f"{cfg.max_num_tokens}-token budget, chunked prefill "
@@ -319,12 +325,6 @@ results.caption(escape_md_keep_urls(
        if stream == "default" else " (chosen")
     + (f"; {cfg.stream_s_per_token / S_PER_US:.3g} µs per streamed token)" if streams else ")")
     + f". Defaults: {cfg_source}"))
-try:
-    results.caption(memory_line(serving.kv_memory_for(
-        scn.model, hw, scn.precision, plan, cfg, flash_attention=scn.workload.flash_attention,
-        time_scale=release_scale), plan.label))
-except ConfigError:
-    pass                # the deployment itself is refused: the simulation says why below
 if table is not None:
     sm_ = table.summary()
     results.caption(escape_md(f"Lengths: {sm_['name']} — {sm_['rows']:,} requests, input mean "

@@ -125,4 +125,4 @@ def test_a_reserve_larger_than_the_device_is_explained():
     assert not at.exception, [e.value for e in at.exception]
     assert any("runtime reserve of 100 GiB" in e.value for e in at.error)
     line = next(c for c in _captions(at).splitlines() if c.startswith("Memory per device"))
-    assert "reserve 100 GiB" in line and "the model does not fit" in line
+    assert "reserve 100 GiB" in line and "this deployment does not fit" in line

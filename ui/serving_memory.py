@@ -13,6 +13,11 @@ from .format import escape_md, fmt_bytes, fmt_gb, fmt_gib, fmt_int
 MINUS = " − "
 
 
+def _gb(b: float) -> str:
+    """GB with a real minus sign for a shortfall."""
+    return fmt_gb(b).replace("-", "−", 1)
+
+
 def memory_line(m: KvMemory, plan_label: str) -> str:
     """One line of markdown: where the memory of one device of ``plan_label`` goes."""
     head = f"Memory per device ({plan_label}"
@@ -27,15 +32,15 @@ def memory_line(m: KvMemory, plan_label: str) -> str:
         text = f"{cap}{MINUS}{rest}; {kv}"
         return escape_md(head + text)
     if m.kv_fraction_of_total:       # vLLM: the fraction of the total, everything inside it
-        text = (f"{f} × {cap}{MINUS}{rest} = KV budget {fmt_gb(m.kv_budget_bytes)} "
+        text = (f"{f} × {cap}{MINUS}{rest} = KV budget {_gb(m.kv_budget_bytes)} "
                 f"(the fraction is of the total, as vLLM reads it)")
     else:
         left = m.kv_budget_bytes / m.kv_memory_fraction
-        text = (f"{cap}{MINUS}{rest} = {fmt_gb(left)} left × {f} = KV budget "
-                f"{fmt_gb(m.kv_budget_bytes)}")
+        text = (f"{cap}{MINUS}{rest} = {_gb(left)} left × {f} = KV budget "
+                f"{_gb(m.kv_budget_bytes)}")
     if m.fits:
         verdict = (f" → {fmt_int(m.kv_capacity_tokens)} tokens of "
                    f"{fmt_bytes(m.kv_bytes_per_token)}")
         return escape_md(head + text + verdict)
     return escape_md(head + text) + " → **" + escape_md(
-        "no room for the KV cache: the model does not fit") + "**"
+        "nothing left for the KV cache: this deployment does not fit") + "**"

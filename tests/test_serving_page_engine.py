@@ -126,3 +126,19 @@ def test_a_reserve_larger_than_the_device_is_explained():
     assert any("runtime reserve of 100 GiB" in e.value for e in at.error)
     line = next(c for c in _captions(at).splitlines() if c.startswith("Memory per device"))
     assert "reserve 100 GiB" in line and "this deployment does not fit" in line
+
+
+def test_the_readme_quotes_the_pages_memory_line():
+    """The README's example memory line is what the page prints for it (8B FP16, H100,
+    TensorRT-LLM defaults)."""
+    import re
+    from pathlib import Path
+    from ui.serving_memory import memory_line
+    hw, _ = with_stack(load_hardware("nvidia-h100-sxm"), "tensorrt-llm")
+    m = serving.kv_memory_for(load_model("llama-3.1-8b"), hw, precision_preset("FP16"), None,
+                              serving.engine_config("tensorrt-llm")[0])
+    line = memory_line(m, "TP1·PP1·DP1").replace("\\", "")
+    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text(
+        encoding="utf-8").split())
+    quoted = re.search(r'"(capacity 85\.5 GB[^"]*)"', readme).group(1)
+    assert line.endswith(quoted), (line, quoted)

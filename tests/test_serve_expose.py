@@ -11,6 +11,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings, strategies as hs
 
 from llmpara_core.calibration.stacks import with_stack
 from llmpara_core.cli import main
@@ -68,6 +69,41 @@ def test_accounting_gives_the_engines_kv_capacity(case):
         assert not m.fits and m.kv_capacity_tokens == 0
     if case[0] == "llama-3.1-70b" and plan.tp == 1:
         assert not m.fits          # 141 GB of FP16 weights on one 85.5 GB H100
+
+
+_COST = {}
+
+
+def _cost_8b():
+    if not _COST:
+        hw, _ = with_stack(load_hardware("nvidia-h100-sxm"), "tensorrt-llm")
+        _COST["c"] = IterationCost(load_model("llama-3.1-8b"), hw, precision_preset("FP16"),
+                                   ParallelPlan())
+    return _COST["c"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(fraction=hs.floats(0.01, 1.0), reserve_gib=hs.floats(0.0, 90.0),
+       of_total=hs.booleans(), block=hs.sampled_from([1, 16, 64, 256]),
+       tokens=hs.sampled_from([512, 2048, 8192, 16384]))
+def test_accounting_matches_the_engine_for_any_setting(fraction, reserve_gib, of_total, block,
+                                                       tokens):
+    """Property: for any fraction, reserve, reading and block, the accounting's budget rounded
+    down to whole blocks is the engine's capacity, and the parts add up to the budget."""
+    cost = _cost_8b()
+    cfg = engine_config("generic", kv_memory_fraction=fraction, block_size=block,
+                        runtime_reserve_bytes=reserve_gib * GIB, kv_fraction_of_total=of_total,
+                        max_num_tokens=tokens, max_batch=min(256, tokens))[0]
+    m = kv_memory(cost, cfg)
+    assert m.kv_capacity_tokens == kv_capacity_tokens(cost, cfg)
+    left = m.capacity_bytes - m.weight_bytes - m.activation_bytes - m.runtime_reserve_bytes
+    expect = (left - (1 - fraction) * m.capacity_bytes) if of_total else left * fraction
+    assert m.kv_budget_bytes == pytest.approx(expect, abs=1.0)
+    if m.kv_budget_bytes > 0:
+        whole = int(m.kv_budget_bytes // m.kv_bytes_per_token) // block * block
+        assert m.kv_capacity_tokens == whole
+    else:
+        assert m.kv_capacity_tokens == 0 and not m.fits
 
 
 # ---- serve --stream / --no-stream -----------------------------------------------------------

@@ -165,6 +165,8 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
         block = url_number("KV block (tokens)", "sv_block", 0, 4096, 0, step=16,
                            help="0 = the stack's default")
         stream_us = streaming.stream_s_per_token(hw) / S_PER_US
+        mlperf_sc = scenario if fixed_load else None
+        stream_default = streaming.default_streaming(mlperf_sc, stack.name)
         stream = url_selectbox(
             "Streaming", TRI, key="sv_stream", default="default",
             help=f"on: the engine returns a response for every sequence that produced a "
@@ -173,8 +175,8 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                  f"for {stack.label}), so a pass of 256 decodes takes "
                  f"{256 * stream_us / 1000:.3g} ms longer and a busy engine serves fewer "
                  f"tokens/s. off: responses only as requests finish. default: "
-                 f"{'on' if streaming.default_streaming(scenario if fixed_load else None, stack.name) else 'off'}"
-                 f" here ({streaming.default_reason(scenario if fixed_load else None, stack.name)})")
+                 f"{'on' if stream_default else 'off'} here "
+                 f"({streaming.default_reason(mlperf_sc, stack.name)})")
     with e[2]:
         chunked = url_selectbox("Chunked prefill", TRI, key="sv_chunked", default="default")
         policy = url_selectbox("KV policy", ("default",) + serving.POLICIES, key="sv_policy",
@@ -299,8 +301,8 @@ fit = auto_fit()
 if fit is not None:
     hw, stack, plan, fit_msg = fit
     results.info(fit_msg, icon=":material/auto_fix_high:")
-streams = (streaming.default_streaming(scenario if fixed_load else None, stack.name)
-           if stream == "default" else stream == "on")
+streams = (streaming.default_streaming(mlperf_sc, stack.name) if stream == "default"
+           else stream == "on")           # (the stack may have followed the auto-fit)
 cfg = streaming.with_streaming(cfg, streams, hw, release_scale)
 # 'Copy link' spells out what the defaults resolved to (as it does the stack: fw=vllm, not
 # fw=default), so a shared link keeps its numbers if a stack's default changes
@@ -321,7 +323,7 @@ results.caption(escape_md_keep_urls(
     f"{cfg.policy}, runtime reserve {cfg.runtime_reserve_bytes / BYTES_PER_GIB:g} GiB"
     f"{' (the stack default)' if reserve is None else ''}, streaming "
     + ("on" if streams else "off")
-    + (f" (the default: {streaming.default_reason(scenario if fixed_load else None, stack.name)}"
+    + (f" (the default: {streaming.default_reason(mlperf_sc, stack.name)}"
        if stream == "default" else " (chosen")
     + (f"; {cfg.stream_s_per_token / S_PER_US:.3g} µs per streamed token)" if streams else ")")
     + f". Defaults: {cfg_source}"))

@@ -52,7 +52,7 @@ def test_defaults_are_the_stacks_and_shown():
     # the memory line: capacity in GB and GiB, weights, reserve, the budget and the tokens
     m = serving.kv_memory(st.cost, st.config)
     line = next(c for c in text.splitlines() if c.startswith("Memory per device"))
-    assert "capacity 85.5 GB = 79.6 GiB" in line and "reserve 4 GiB" in line
+    assert "capacity 85.5 GB (79.6 GiB)" in line and "reserve 4 GiB" in line
     assert f"KV budget {m.kv_budget_bytes / 1e9:.1f} GB" in line
     assert f"{m.kv_capacity_tokens:,} tokens" in line
     assert metric(at, "KV cache (tokens)") == f"{m.kv_capacity_tokens:,}"

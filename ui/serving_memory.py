@@ -22,7 +22,7 @@ def memory_line(m: KvMemory, plan_label: str) -> str:
     """One line of markdown: where the memory of one device of ``plan_label`` goes."""
     head = f"Memory per device ({plan_label}"
     head += f", stage {m.stage + 1}): " if m.stage else "): "
-    cap = f"capacity {fmt_gb(m.capacity_bytes)} = {fmt_gib(m.capacity_bytes)}"
+    cap = f"capacity {fmt_gb(m.capacity_bytes)} ({fmt_gib(m.capacity_bytes)})"
     rest = (f"weights {fmt_gb(m.weight_bytes)}{MINUS}activations "
             f"{fmt_gb(m.activation_bytes)}{MINUS}reserve "
             f"{m.runtime_reserve_bytes / BYTES_PER_GIB:.4g} GiB")

@@ -308,12 +308,17 @@ cfg = streaming.with_streaming(cfg, streams, hw, release_scale)
 # fw=default), so a shared link keeps its numbers if a stack's default changes
 register_link_param("sv_stream", "on" if streams else "off")
 register_link_param("sv_reserve", format_number(cfg.runtime_reserve_bytes / BYTES_PER_GIB))
-try:
-    results.caption(memory_line(serving.kv_memory_for(
-        scn.model, hw, scn.precision, plan, cfg, flash_attention=scn.workload.flash_attention,
-        time_scale=release_scale), plan.label))
-except ConfigError:
-    pass                # the deployment itself is refused: the simulation says why
+# where one device's memory goes: on the sidebar's device alone first when the auto-fit moved
+# the model off it (why it did not fit), then on the deployment simulated
+for mem_hw, mem_plan in ([(scn.hardware, ParallelPlan())] if fit is not None else []) + [
+        (hw, plan)]:
+    try:
+        results.caption(memory_line(serving.kv_memory_for(
+            scn.model, mem_hw, scn.precision, mem_plan, cfg,
+            flash_attention=scn.workload.flash_attention, time_scale=release_scale),
+            mem_plan.label))
+    except ConfigError:
+        pass            # the deployment itself is refused: the simulation says why
 results.caption(escape_md_keep_urls(
     f"Stack: {stack.caption}. Engine: {cfg.max_batch} running requests, "
     f"{cfg.max_num_tokens}-token budget, chunked prefill "

@@ -142,3 +142,16 @@ def test_the_readme_quotes_the_pages_memory_line():
         encoding="utf-8").split())
     quoted = re.search(r'"(capacity 85\.5 GB[^"]*)"', readme).group(1)
     assert line.endswith(quoted), (line, quoted)
+
+
+def test_auto_fit_shows_why_one_device_was_not_enough():
+    """vLLM's 0.9 of an H200's total cannot hold Llama-3.1-70B's FP16 weights: the page moves
+    to TP 2 and shows both accountings, the single device's shortfall first."""
+    at = open_page(PAGE, **{**BASE, "model": "llama-3.1-70b", "hardware": "nvidia-h200-sxm",
+                            "sv_requests": "40"}, fw="vllm")
+    _clean(at, "auto-fit")
+    lines = [c for c in _captions(at).splitlines() if c.startswith("Memory per device")]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("Memory per device (TP1·PP1·DP1)")
+    assert "KV budget −" in lines[0] and "does not fit" in lines[0]
+    assert lines[1].startswith("Memory per device (TP2") and "tokens of" in lines[1]

@@ -52,7 +52,7 @@ def test_defaults_are_the_stacks_and_shown():
     # the memory line: capacity in GB and GiB, weights, reserve, the budget and the tokens
     m = serving.kv_memory(st.cost, st.config)
     line = next(c for c in text.splitlines() if c.startswith("Memory per device"))
-    assert "capacity 85.5 GB (79.6 GiB)" in line and "reserve 4 GiB" in line
+    assert "capacity 85.5 GB (79.6 GiB)" in line and "reserve 4.29 GB (4 GiB)" in line
     assert f"KV budget {m.kv_budget_bytes / 1e9:.1f} GB" in line
     assert f"{m.kv_capacity_tokens:,} tokens" in line
     assert metric(at, "KV cache (tokens)") == f"{m.kv_capacity_tokens:,}"
@@ -125,7 +125,7 @@ def test_a_reserve_larger_than_the_device_is_explained():
     assert not at.exception, [e.value for e in at.exception]
     assert any("runtime reserve of 100 GiB" in e.value for e in at.error)
     line = next(c for c in _captions(at).splitlines() if c.startswith("Memory per device"))
-    assert "reserve 100 GiB" in line and "this deployment does not fit" in line
+    assert "reserve 107 GB (100 GiB)" in line and "this deployment does not fit" in line
 
 
 def test_the_readme_quotes_the_pages_memory_line():

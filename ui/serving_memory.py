@@ -1,6 +1,7 @@
 """The Serving page's memory line: the core's accounting (``serving.kv_memory``) of the fullest
 device of a replica, in one sentence a user can check — capacity (GB and GiB), weights,
-activations, the stack's runtime reserve and the KV-cache budget with the fraction's reading —
+activations, the stack's runtime reserve (in GB,
+its GiB beside it, so the line adds up in one unit) and the KV-cache budget with the fraction's reading —
 so it is plain why a model does or does not fit. Formatting only; every number is the core's."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def memory_line(m: KvMemory, plan_label: str) -> str:
     cap = f"capacity {fmt_gb(m.capacity_bytes)} ({fmt_gib(m.capacity_bytes)})"
     rest = (f"weights {fmt_gb(m.weight_bytes)}{MINUS}activations "
             f"{fmt_gb(m.activation_bytes)}{MINUS}reserve "
-            f"{m.runtime_reserve_bytes / BYTES_PER_GIB:.4g} GiB")
+            f"{fmt_gb(m.runtime_reserve_bytes)} "
+            f"({m.runtime_reserve_bytes / BYTES_PER_GIB:.4g} GiB)")
     f = f"{m.kv_memory_fraction:.4g}"
     if m.capacity_override:
         kv = f"KV cache set to {fmt_int(m.kv_capacity_tokens)} tokens"

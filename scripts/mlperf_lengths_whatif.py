@@ -94,12 +94,23 @@ def main(argv=None) -> int:
     ap.add_argument("--cap-output", type=int, default=None)
     ap.add_argument("--offline-duration", type=float, default=None)
     ap.add_argument("--offline-cap", type=int, default=None)
+    ap.add_argument("--base", default=None, metavar="CSV",
+                    help="the shipped errors from `llmpara validate --regime mlperf --format "
+                         "csv` (skips re-running the shipped comparison)")
     ap.add_argument("--only", action="append", default=[],
                     help="rows whose system / benchmark / scenario contains this (repeatable)")
     a = ap.parse_args(argv)
     rows = [r for r in mlperf.load_rows()
             if not a.only or any(s in f"{r.system} {r.benchmark} {r.scenario}" for s in a.only)]
-    base = mlperf.compare(rows)
+    if a.base:
+        import csv
+        with open(a.base, newline="") as fh:
+            got = {(d["system"], d["benchmark"], d["scenario"]): float(d["predicted"])
+                   for d in csv.DictReader(fh)}
+        base = tuple(mlperf.MlperfComparison(r, got[(r.system, r.benchmark, r.scenario)])
+                     for r in rows)
+    else:
+        base = mlperf.compare(rows)
     mlperf.predict.cache_clear()
     if a.no_board:
         mlperf.SYSTEM_BOARDS = False

@@ -25,6 +25,10 @@ means -- an assumption), times ``instances``.
   published ``min_duration_s``, else 600 s). The TensorRT-LLM Server runs stream a response
   per token, as NVIDIA's harness runs Server (``SERVER_STREAMING``); the Offline run does not.
 
+A TP > 1 instance runs on its GPU's 8-GPU NVSwitch board, or on the system's own board where
+it differs (``SYSTEM_CLUSTER``: Dell's XE9640, an HGX H100 4-GPU board of direct NVLinks, where
+a TP 2 pair has 6 of each GPU's 18 links).
+
 Nothing is fitted to these rows: every GPU is out of sample (leave-one-GPU-out = per-GPU).
 """
 

@@ -171,6 +171,9 @@ with c2:
             link += (f"; {ic.devices_per_node} per node, between nodes "
                      f"{sig(ic.inter_node_bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s, "
                      f"{sig((ic.inter_node_latency_s or 0) / S_PER_US)} µs")
+        if ic.peer_bandwidth_bytes_per_s is not None:
+            link += (f"; direct links, no switch: {sig(ic.peer_bandwidth_bytes_per_s / BYTES_PER_GB)}"
+                     " GB/s between each pair, so a group of n devices reaches n − 1 times that")
         st.caption(escape_md(link))
 
 max_dev = ic.devices if ic else 1024

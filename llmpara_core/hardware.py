@@ -314,10 +314,24 @@ class Interconnect:
     inter_node_bandwidth_bytes_per_s: float | None = None
     inter_node_latency_s: float | None = None
     devices_per_node: int | None = None
+    # Direct links without a switch (a board whose devices each split their links among their
+    # peers, e.g. NVIDIA's HGX H100 4-GPU: 6 of each GPU's 18 NVLinks to each of the other
+    # three): the unidirectional bandwidth between one pair [B/s]. None: a switched fabric,
+    # where any group reaches ``bandwidth_bytes_per_s`` (``group_bandwidth_bytes_per_s``).
+    peer_bandwidth_bytes_per_s: float | None = None
 
     def __post_init__(self):
         check_float("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s,
                     "interconnect.bandwidth [B/s]")
+        check_float("bandwidth_bytes_per_s", self.peer_bandwidth_bytes_per_s,
+                    "interconnect.peer_bandwidth [B/s]", allow_none=True)
+        if self.peer_bandwidth_bytes_per_s is not None:
+            if self.peer_bandwidth_bytes_per_s > self.bandwidth_bytes_per_s:
+                raise ConfigError("interconnect.peer_bandwidth must not exceed the device's "
+                                  "bandwidth (its links to one peer are a part of its links)")
+            if self.topology is not Topology.FULLY_CONNECTED:
+                raise ConfigError("interconnect.peer_bandwidth describes direct links between "
+                                  "every pair: it needs topology fully-connected")
         check_float("latency_s", self.latency_s, "interconnect.latency [s]")
         _check_devices(self.devices)
         check_float("bandwidth_bytes_per_s", self.inter_node_bandwidth_bytes_per_s,
@@ -326,6 +340,17 @@ class Interconnect:
                     allow_none=True)
         if not isinstance(self.topology, Topology):
             raise ConfigError(f"interconnect.topology must be a Topology, got {self.topology!r}")
+
+    def group_bandwidth_bytes_per_s(self, n: int) -> float:
+        """Unidirectional link bandwidth [B/s] a device can use in a collective among ``n``
+        devices of one node: all of it behind a switch; with direct links only
+        (``peer_bandwidth_bytes_per_s``) the links to its n - 1 peers in the group (NCCL
+        counts a GPU pair's NVLink bandwidth as links x per-link bandwidth:
+        github NVIDIA/nccl src/graph/topo.cc, ``ncclTopoAddNvLinks``,
+        ``ncclTopoConnectNodes(gpu, remote, LINK_NVL, count*nvlBw)``)."""
+        if self.peer_bandwidth_bytes_per_s is None or n <= 1:
+            return self.bandwidth_bytes_per_s
+        return min(self.bandwidth_bytes_per_s, self.peer_bandwidth_bytes_per_s * (n - 1))
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ EFFICIENCY_KEYS = ("compute", "memory", "kernel_overhead_us", "kv_read", "stage_
 _CLASS_KEPT = ("act_quant_kernels", "quant_compute") + STREAM_FIELDS
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
-                     "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node")
+                     "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node",
+                     "peer_bandwidth_GBps")
 
 # The main memory's capacity, in exactly one of these units (key -> bytes per unit): decimal GB
 # (1e9 B, a spec sheet's figure) or the binary units a driver reports (nvidia-smi: MiB = 2^20 B;
@@ -263,6 +264,8 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
     inter_bw = _number(table, "inter_node_bandwidth_GBps", origin,
                        p + "inter_node_bandwidth_GBps", positive=True)
     inter_lat = _number(table, "inter_node_latency_us", origin, p + "inter_node_latency_us")
+    peer_bw = _number(table, "peer_bandwidth_GBps", origin, p + "peer_bandwidth_GBps",
+                      positive=True)
     if per_node is not None and devices % per_node:
         raise _fail(origin, f"'{p}devices' ({devices}) must be a multiple of "
                             f"'{p}devices_per_node' ({per_node})")
@@ -283,7 +286,8 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
         devices=devices,
         inter_node_bandwidth_bytes_per_s=_scaled(inter_bw, BYTES_PER_GB),
         inter_node_latency_s=_scaled(inter_lat, S_PER_US),
-        devices_per_node=per_node)
+        devices_per_node=per_node,
+        peer_bandwidth_bytes_per_s=_scaled(peer_bw, BYTES_PER_GB))
 
 
 def _capacity(data: dict, origin: str) -> float:
@@ -471,6 +475,7 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         _put(link, "inter_node_latency_us", ic.inter_node_latency_s, S_PER_US)
         if ic.devices_per_node is not None:
             link["devices_per_node"] = ic.devices_per_node
+        _put(link, "peer_bandwidth_GBps", ic.peer_bandwidth_bytes_per_s, BYTES_PER_GB)
         out["interconnect"] = link
     return out
 

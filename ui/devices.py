@@ -30,9 +30,15 @@ def device_specs(h: Hardware) -> tuple:
 
 
 def same_device_clusters(hw: Hardware, clusters: list[str]) -> list[str]:
-    """The cluster presets built of ``hw``'s device, fewest devices first."""
+    """The cluster presets built of ``hw``'s device: switched fabrics before boards of direct
+    links (``Interconnect.peer_bandwidth_bytes_per_s``: a pair gets only its own links), then
+    fewest devices first."""
     same = [c for c in clusters if device_specs(load_hardware(c)) == device_specs(hw)]
-    return sorted(same, key=lambda c: load_hardware(c).interconnect.devices)
+
+    def order(c):
+        ic = load_hardware(c).interconnect
+        return ic.peer_bandwidth_bytes_per_s is not None, ic.devices
+    return sorted(same, key=order)
 
 
 def _sidebar_identity(scn: Scenario) -> tuple:

@@ -42,14 +42,17 @@ NCCL_NVLINK_SHARE = {"ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0, "blackwell": 
 NCCL_NVLINK_SHARE_DEFAULT = 20.0 / 25.0
 
 
-def nccl_bus_bytes_per_s(hardware) -> float:
+def nccl_bus_bytes_per_s(hardware, devices: int | None = None) -> float:
     """The bus bandwidth [B/s] NCCL's model gives a device's NVLink rings: its unidirectional
-    link peak x ``NCCL_NVLINK_SHARE`` of its architecture."""
+    link peak x ``NCCL_NVLINK_SHARE`` of its architecture. ``devices``: the group's size, on a
+    board of direct links (``Interconnect.peer_bandwidth_bytes_per_s``) only the links to its
+    peers in the group carry its rings."""
     ic = hardware.interconnect
     if ic is None:
         return 0.0
     arch = getattr(hardware.architecture, "value", hardware.architecture)
-    return ic.bandwidth_bytes_per_s * NCCL_NVLINK_SHARE.get(arch, NCCL_NVLINK_SHARE_DEFAULT)
+    bw = ic.bandwidth_bytes_per_s if devices is None else ic.group_bandwidth_bytes_per_s(devices)
+    return bw * NCCL_NVLINK_SHARE.get(arch, NCCL_NVLINK_SHARE_DEFAULT)
 
 
 def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float):
@@ -162,6 +165,16 @@ class Net:
     def node(self, rank: int) -> int:
         return rank // self.per_node
 
+    def _group_rates(self, r: Rates, n: int) -> Rates:
+        """``r`` with the link rate a group of ``n`` devices of one node reaches: unchanged
+        behind a switch, the links to the n - 1 peers on a board of direct links
+        (``Interconnect.group_bandwidth_bytes_per_s``), at ``r``'s share of the peak."""
+        ic = self.ic
+        if ic.peer_bandwidth_bytes_per_s is None:
+            return r
+        share = ic.group_bandwidth_bytes_per_s(n) / ic.bandwidth_bytes_per_s
+        return replace(r, link_bytes_per_s=r.link_bytes_per_s * share) if share < 1 else r
+
     def time(self, kind: Collective, n: int, m_bytes: float, nodes: int, est: bool) -> float:
         """One collective among ``n`` devices spread over ``nodes`` nodes (aligned groups).
         Estimated: one kernel launch, and ``COLLECTIVE_SYNC_S`` per level of the algorithm."""
@@ -169,9 +182,11 @@ class Net:
         ic, intra = self.ic, self.intra[i]
         k, sync = (1, COLLECTIVE_SYNC_S) if est else (0, 0.0)
         if nodes <= 1 or self.inter is None:
+            intra = self._group_rates(intra, n)
             return collective_time_s(kind, n, m_bytes, intra, ic.latency_s, ic.topology, k, sync)
         inter, a_inter = self.inter[i], ic.inter_node_latency_s or 0.0
         g = math.ceil(n / nodes)
+        intra = self._group_rates(intra, g)
         fc = Topology.FULLY_CONNECTED          # switched fabric between nodes
 
         def local(kd, m):

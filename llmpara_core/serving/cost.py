@@ -152,7 +152,9 @@ class IterationCost:
         self.memory_bytes_per_s = self._rates.bytes_per_s * (
             INLINE_ECC_RATE if inline_ecc(hw) else 1.0)
         self._combined = tuple(self._combine(st) for st in self.stages)
-        self._bus = nccl_bus_bytes_per_s(hw)
+        # NCCL's bus bandwidth per stage's all-reduce group (direct-link boards: the group's
+        # links only, ``Interconnect.group_bandwidth_bytes_per_s``)
+        self._bus = tuple(nccl_bus_bytes_per_s(hw, st.ar_devices) for st in self.stages)
         self._tc = tuple(self._tensor_work(st) for st in self.stages)
         self._no_comm = tuple(not st.ar_count and not st.comm.any() for st in self.stages)
         # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
@@ -364,7 +366,7 @@ class IterationCost:
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
         if st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(
-                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus)
+                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus[i])
         return comp, F @ self._tc[i], comm
 
     def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:

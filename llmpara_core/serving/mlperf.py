@@ -25,6 +25,10 @@ means -- an assumption), times ``instances``.
   published ``min_duration_s``, else 600 s). The TensorRT-LLM Server runs stream a response
   per token, as NVIDIA's harness runs Server (``SERVER_STREAMING``); the Offline run does not.
 
+A TP > 1 instance runs on its GPU's 8-GPU NVSwitch board, or on the system's own board where
+it differs (``SYSTEM_CLUSTER``: Dell's XE9640, an HGX H100 4-GPU board of direct NVLinks, where
+a TP 2 pair has 6 of each GPU's 18 links).
+
 Nothing is fitted to these rows: every GPU is out of sample (leave-one-GPU-out = per-GPU).
 """
 
@@ -69,6 +73,20 @@ SINGLE = {"H100": "nvidia-h100-sxm", "H200": "nvidia-h200-sxm", "B200": "nvidia-
           "MI300X": "amd-mi300x", "MI325X": "amd-mi325x"}
 CLUSTER = {"H100": "8x-nvidia-h100-sxm-nvlink", "H200": "8x-nvidia-h200-sxm-nvlink",
            "MI300X": "8x-amd-mi300x-infinity-fabric"}
+# Systems whose board is not the GPU's 8-GPU NVSwitch board: Dell's XE9640 holds 4 H100 SXM
+# on NVIDIA's HGX H100 4-GPU board, every pair directly linked by 6 of each GPU's 18 NVLinks
+# and no NVSwitch (its system file: "accelerator_interconnect": "6x 4th Gen NVLink, 900GB/s",
+# 4 accelerators per node, against "NVLINK Switch" for Dell's 8-GPU XE9680; github
+# mlcommons/inference_results_v4.1@a2f5d66d17e8:closed/Dell/systems/XE9640_H100_SXM_80GBx4_
+# TRT.json). Its llama2-70b instances run TP 2 (``tensor_parallelism = 2`` for
+# XE9640_H100_SXM_80GBX4 in closed/Dell/configs/llama2-70b/{Offline,Server}/custom.py, same
+# commit), so each pair's all-reduces ride those 6 links (150 GB/s per direction) where
+# NVIDIA's DGX H100 pair has all 18 through the switches. (Dell's XE8640 Mixtral rows run
+# TP 1: no collectives, the board does not matter.)
+SYSTEM_CLUSTER = {"XE9640_H100_SXM_80GBx4_TRT": "4x-nvidia-h100-sxm-hgx4"}
+# True: the systems of SYSTEM_CLUSTER run on their own board (False: the GPU's 8-GPU board,
+# the state before; ``scripts/mlperf_lengths_whatif.py --no-board``)
+SYSTEM_BOARDS = True
 STACKS = {"tensorrt-llm": "tensorrt-llm", "vllm": "vllm"}
 # The round's vLLM release and its scheduler: AMD's v4.1 systems ran "vLLM 0.4.3+rocm614,
 # PyTorch 2.3.0, ROCm 6.1.2" (github mlcommons/inference_results_v4.1@a2f5d66d17e8:
@@ -216,7 +234,8 @@ def lengths_for(isl: float, osl: float) -> LengthTable:
 
 def _setup(row: MlperfRow, releases: bool = True, engine: bool = ENGINE_SETTINGS):
     model = MODELS.get(row.benchmark)
-    dev = SINGLE.get(row.gpu) if row.tp * row.pp == 1 else CLUSTER.get(row.gpu)
+    dev = SINGLE.get(row.gpu) if row.tp * row.pp == 1 else (
+        SYSTEM_BOARDS and SYSTEM_CLUSTER.get(row.system) or CLUSTER.get(row.gpu))
     stack = STACKS.get(row.framework)
     if model is None or dev is None or stack is None:
         return None

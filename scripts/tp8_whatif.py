@@ -57,6 +57,12 @@ VARIANTS: dict[str, dict] = {
     "tile-128x256": {f"{_C}:GEMM_TILE": (128, 256)},
     "tile-128x128": {f"{_C}:GEMM_TILE": (128, 128)},
     "tile-64x128": {f"{_C}:GEMM_TILE": (64, 128)},
+    # the best of the guide's cuBLAS tiles for each GEMM (section 2.3's list)
+    "tile-best": {f"{_C}:GEMM_TILE": ((256, 128), (128, 256), (128, 128), (256, 64),
+                                       (64, 256), (128, 64), (64, 128), (64, 64))},
+    "tile-n-256x128": {f"{_C}:GEMM_TILE": (256, 128), f"{_C}:GEMM_M_WASTE": False},
+    "tile-n-128x128": {f"{_C}:GEMM_TILE": (128, 128), f"{_C}:GEMM_M_WASTE": False},
+    "tile-best-large": {f"{_C}:GEMM_TILE": ((256, 128), (128, 256), (128, 128))},
     # TensorRT-LLM's AUTO all-reduce (custom ONESHOT / TWOSHOT kernels, NCCL above)
     "ar-auto": {f"{_C}:TRTLLM_ALLREDUCE": "auto"},
     "ar-auto-twoshot": {f"{_C}:TRTLLM_ALLREDUCE": "auto-twoshot"},
@@ -183,19 +189,20 @@ def summary(errs) -> str:
 
 
 def table(pairs, parts_by_key, tp: int):
-    """The rows at ``tp``, in sample, with each run's simulated breakdown."""
-    recs = [(r, parts_by_key[k][0]) for r, k in pairs if k in parts_by_key and r.tp == tp]
+    """The rows at ``tp`` (0: all), in sample, with each run's simulated breakdown."""
+    recs = [(r, parts_by_key[k][0]) for r, k in pairs
+            if k in parts_by_key and (r.tp == tp or not tp)]
     ins = dict((id(r), e) for r, e in stack_version.errors(recs, C.TENSOR_DUTY,
                                                            stack_version.TIME_SCALE))
     keyof = {id(r): k for r, k in pairs}
-    print("row_id,release,gpu,model,format,isl,osl,measured,predicted,error,"
+    print("row_id,release,gpu,tp,model,format,isl,osl,measured,predicted,error,"
           "gemm_share,attention_share,host_share,collective_share,mean_batch,step_ms")
     for r, p in sorted(recs, key=lambda x: (x[0].model, x[0].precision, x[0].isl, x[0].osl,
                                             x[0].version)):
         b = parts_by_key[keyof[id(r)]][1]
         tot = b["gemm"] + b["attention"] + b["host"] + b["collective"]
         e = ins[id(r)]
-        print(f"{r.row_id},{r.version},{r.hardware.replace('NVIDIA ', '')},{r.model},"
+        print(f"{r.row_id},{r.version},{r.hardware.replace('NVIDIA ', '')},{r.tp},{r.model},"
               f"{r.precision},{r.isl},{r.osl},{r.measured:.0f},{r.measured * (1 + e):.0f},"
               f"{e:+.1%},{b['gemm'] / tot:.2f},{b['attention'] / tot:.2f},"
               f"{b['host'] / tot:.2f},{b['collective'] / tot:.2f},{b['batch']:.0f},"
@@ -207,7 +214,7 @@ def main() -> int:
     ap.add_argument("--cache")
     ap.add_argument("--sample", type=int, default=1)
     ap.add_argument("--requests", type=int, default=sv.MAX_LOAD_REQUESTS)
-    ap.add_argument("--tp", type=int, default=8)
+    ap.add_argument("--tp", type=int, default=8, help="--table's TP degree (0: every row)")
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--variants", default="base")
     a = ap.parse_args()

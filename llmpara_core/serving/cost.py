@@ -92,6 +92,7 @@ INLINE_ECC_RATE = 15 / 16
 # User's Guide", DU-09799-001, sections 2.3 and 3: cuBLAS tiles 256x128 ... 64x64; a GEMM runs
 # ceil(M / tm) x ceil(N / tn) tiles in ceil(tiles / SMs) waves). None = no quantisation.
 GEMM_TILE: tuple[int, int] | None = None
+GEMM_M_WASTE = True           # False: count only the column tiles' and the waves' waste
 # EXPERT_GEMM_TOKENS: the token count a routed expert's GEMM rate is read at: "per-expert"
 # (T x top-k / experts touched), "grouped" (T x top-k: one grouped GEMM over all experts),
 # "pass" (T).
@@ -473,11 +474,15 @@ def gemm_quantisation(m_tokens: np.ndarray, n_cols: np.ndarray, sms: float,
                       tile: tuple[int, int]) -> np.ndarray:
     """Share of a GEMM's tile slots doing useful work: M N / (waves x SMs x tm x tn), with
     ceil(M / tm) x ceil(N / tn) tiles run in waves of ``sms`` (tile and wave quantisation)."""
+    if isinstance(tile[0], (tuple, list)):      # a set of tiles: the kernel picks the best
+        return np.max([gemm_quantisation(m_tokens, n_cols, sms, t) for t in tile], axis=0)
     tm, tn = tile
     m = np.maximum(np.asarray(m_tokens, dtype=float), 1.0)
     n = np.asarray(n_cols, dtype=float)
     tiles = np.ceil(m / tm) * np.ceil(n / tn)
     waves = np.ceil(tiles / sms)
+    if not GEMM_M_WASTE:          # partial row tiles left to the GEMM curve over M
+        m = np.ceil(m / tm) * tm
     return np.where(n > 0, m * n / np.maximum(waves * sms * tm * tn, 1.0), 1.0)
 
 

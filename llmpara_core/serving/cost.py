@@ -372,8 +372,10 @@ class IterationCost:
             # routed-expert GEMMs run one per touched expert, each over its own tokens
             # (T x top-k / experts touched), lower on the GEMM curve than the pass's T
             k = self.moe.experts_per_token
-            m_e = {"per-expert": F[:, 1] * k / np.maximum(F[:, -1], 1.0),
-                   "grouped": F[:, 1] * k, "pass": F[:, 1]}[EXPERT_GEMM_TOKENS]
+            if EXPERT_GEMM_TOKENS == "per-expert":
+                m_e = F[:, 1] * k / np.maximum(F[:, -1], 1.0)
+            else:                   # what-if forms (EXPERT_GEMM_TOKENS)
+                m_e = F[:, 1] * k if EXPERT_GEMM_TOKENS == "grouped" else F[:, 1]
             fe, _ = self.rates_for(m_e, n_seqs)
             flops_per_s = np.where(st.expert_gemm[None, :] > 0, fe[:, None], flops_per_s)
         if GEMM_TILE is not None and self.hardware.compute_units and st.gemm_n is not None:

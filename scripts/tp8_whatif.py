@@ -62,6 +62,12 @@ VARIANTS: dict[str, dict] = {
                                        (64, 256), (128, 64), (64, 128), (64, 64))},
     "tile-n-256x128": {f"{_C}:GEMM_TILE": (256, 128), f"{_C}:GEMM_M_WASTE": False},
     "tile-n-128x128": {f"{_C}:GEMM_TILE": (128, 128), f"{_C}:GEMM_M_WASTE": False},
+    # sensitivity, not a fit: the column rule with the GEMM share (efficiency.toml, issue 27's
+    # fit on the static-batch rows) scaled, as a refit beside the rule might move it
+    "tile-n-128x128-share1.06": {f"{_C}:GEMM_TILE": (128, 128), f"{_C}:GEMM_M_WASTE": False,
+                                 "__main__:GEMM_SHARE_SCALE": 1.06},
+    "tile-n-128x128-share1.10": {f"{_C}:GEMM_TILE": (128, 128), f"{_C}:GEMM_M_WASTE": False,
+                                 "__main__:GEMM_SHARE_SCALE": 1.10},
     "tile-best-large": {f"{_C}:GEMM_TILE": ((256, 128), (128, 256), (128, 128))},
     # TensorRT-LLM's AUTO all-reduce (custom ONESHOT / TWOSHOT kernels, NCCL above)
     "ar-auto": {f"{_C}:TRTLLM_ALLREDUCE": "auto"},
@@ -69,11 +75,17 @@ VARIANTS: dict[str, dict] = {
 }
 
 
+GEMM_SHARE_SCALE = 1.0      # sensitivity only: the profile's GEMM share x this (not a fit)
+
+
 def _cost(key):
     model, dev, prec, tp = key[:4]
     hw = load_hardware(dev)
+    eff = efficiency_for(hw, "tensorrt-llm")
+    if GEMM_SHARE_SCALE != 1.0:
+        eff = replace(eff, compute=eff.compute * GEMM_SHARE_SCALE)
     return C.IterationCost(load_model(model), hw, precision_preset(prec), ParallelPlan(tp=tp),
-                           efficiency_for(hw, "tensorrt-llm"))
+                           eff)
 
 
 def record(rows, requests: int):
@@ -136,7 +148,14 @@ def parts(cost, F, n):
         k = cost.moe.experts_per_token
         fe, _ = cost.rates_for(F[:, 1] * k / np.maximum(F[:, -1], 1.0), n)
         fr = np.where(st.expert_gemm[None, :] > 0, fe[:, None], fr)
-    fr = fr * getattr(cost, "_whatif_gemm_scale", lambda F: 1.0)(F)
+    if C.GEMM_TILE is not None and cost.hardware.compute_units and st.gemm_n is not None:
+        m_op = np.broadcast_to(F[:, 1:2], fr.shape)
+        if st.expert_gemm is not None and st.expert_gemm.any():
+            m_op = np.where(st.expert_gemm[None, :] > 0, (F[:, 1] * k / np.maximum(
+                F[:, -1], 1.0))[:, None], m_op) if C.EXPERT_GEMM_TOKENS == "per-expert" else m_op
+        m_op = np.where(st.lm_head[None, :] > 0, F[:, 2:3], m_op)
+        fr = fr * C.gemm_quantisation(m_op, st.gemm_n[None, :], cost.hardware.compute_units,
+                                      C.GEMM_TILE)
     per_op = np.maximum((F @ flops_c) / fr, (F @ mem_c) / cost.memory_bytes_per_s)
     att = st.attention.sum(0) > 0
     host = st.kernels * cost._rates.kernel_overhead_s + per_pass

@@ -74,6 +74,39 @@ def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float):
     return best
 
 
+# TensorRT-LLM's own all-reduce kernels inside one NVLink node (AllreducePlugin::
+# selectImplementation, strategy AUTO, with customAllReduceUtils::getMaxRequiredWorkspaceSize):
+# a message of at most 16 MB (TP <= 2) / 8 MB (TP > 2) runs a custom kernel, larger ones NCCL.
+# Inside the workspace: TP <= 2 always ONESHOT; TP <= 4 ONESHOT below 1 MB; TP > 4 ONESHOT below
+# 500 kB (decimal: 1 * 1000 * 1000, 500 * 1000 in the source). Above those the 0.10/0.11 plugin
+# runs TWOSHOT; later releases run NCCL there ("the two-shot strategy has exhibited significant
+# performance issues ... temporarily disabled", nvbugs 4718747; github NVIDIA/TensorRT-LLM
+# cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp and cpp/tensorrt_llm/common/
+# customAllReduceUtils.h). ONESHOT: every rank reads the other ranks' whole messages over its
+# links and reduces them; TWOSHOT: reduce-scatter then all-gather over the same buffers.
+TRTLLM_AR_WORKSPACE_BYTES = {2: 16e6, 4: 8e6, 8: 8e6}
+TRTLLM_AR_ONESHOT_BELOW_BYTES = {2: 16e6, 4: 1e6, 8: 500e3}
+
+
+def trtllm_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float, link_bytes_per_s: float,
+                        sync_s: float, twoshot: bool = False):
+    """Time [s] of TensorRT-LLM's AUTO all-reduce of ``message_bytes`` (array) among ``n``
+    devices of one NVLink node: ONESHOT (sync + (n - 1) M / link) below its threshold, TWOSHOT
+    (2 syncs + 2 (n - 1) / n M / link) up to the workspace where ``twoshot`` (releases 0.10 /
+    0.11), else NCCL's ring model (``nccl_ring_all_reduce_s``)."""
+    import numpy as np
+    m = np.asarray(message_bytes, dtype=float)
+    if n <= 1:
+        return 0.0 * m
+    key = 2 if n <= 2 else (4 if n <= 4 else 8)
+    ws, one = TRTLLM_AR_WORKSPACE_BYTES[key], TRTLLM_AR_ONESHOT_BELOW_BYTES[key]
+    nccl = nccl_ring_all_reduce_s(n, m, bus_bytes_per_s)
+    oneshot = sync_s + (n - 1) * m / link_bytes_per_s
+    two = 2 * sync_s + 2 * (n - 1) / n * m / link_bytes_per_s
+    mid = two if twoshot else nccl
+    return np.where(m < one, oneshot, np.where(m <= ws, mid, nccl))
+
+
 class Collective(Enum):
     ALL_REDUCE = "all-reduce"
     ALL_GATHER = "all-gather"

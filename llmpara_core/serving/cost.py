@@ -86,6 +86,21 @@ TENSOR_DUTY: float | None = 0.5
 # serving iterations only, like the power wall (the efficiency fits of ``analyze`` are not
 # redone with it).
 INLINE_ECC_RATE = 15 / 16
+# What-if switches (scripts/tp8_whatif.py; the shipped values leave the cost as fitted):
+# GEMM_TILE = (rows, columns) of the output tile a GEMM kernel computes per SM: tile and wave
+# quantisation of each matmul over the device's SMs (NVIDIA, "Matrix Multiplication Background
+# User's Guide", DU-09799-001, sections 2.3 and 3: cuBLAS tiles 256x128 ... 64x64; a GEMM runs
+# ceil(M / tm) x ceil(N / tn) tiles in ceil(tiles / SMs) waves). None = no quantisation.
+GEMM_TILE: tuple[int, int] | None = None
+GEMM_M_WASTE = True           # False: count only the column tiles' and the waves' waste
+# EXPERT_GEMM_TOKENS: the token count a routed expert's GEMM rate is read at: "per-expert"
+# (T x top-k / experts touched), "grouped" (T x top-k: one grouped GEMM over all experts),
+# "pass" (T).
+EXPERT_GEMM_TOKENS = "per-expert"
+# TRTLLM_ALLREDUCE: None = NCCL's ring model for every TP all-reduce; "auto" = TensorRT-LLM's
+# AUTO choice (collectives.trtllm_all_reduce_s, ONESHOT else NCCL); "auto-twoshot" = the
+# 0.10 / 0.11 choice (ONESHOT, TWOSHOT, NCCL).
+TRTLLM_ALLREDUCE: str | None = None
 _TP_ALL_REDUCES = ("tp_all_reduce_attn", "tp_all_reduce_ffn", "embedding_all_reduce")
 RESIDUAL_BITS = 16
 _NO_COMM = 0.0      # the collective time of a stage that has none (``_stage_parts``)
@@ -116,6 +131,8 @@ class _Stage:
     ar_bytes_per_token: float = 0.0     # their message bytes per new token of the pass
     ar_devices: int = 1
     expert_gemm: np.ndarray | None = None   # (ops,) 1 for routed-expert GEMMs (MoE)
+    gemm_n: np.ndarray | None = None        # (ops,) output columns per device of each GEMM
+    lm_head: np.ndarray | None = None       # (ops,) 1 for the LM head (rows = sequences)
 
 
 class IterationCost:
@@ -263,7 +280,8 @@ class IterationCost:
                            for o in ops]) if self.moe else None
         return _Stage(coef["flops"], coef["mem"], coef["kv"], coef["kvrr"], coef["att"], kernels,
                       self._fit_comm(s, bool(nccl[0])), energy, coef["w"], quantized, *nccl,
-                      expert_gemm=expert)
+                      expert_gemm=expert, gemm_n=_gemm_columns(ctx.stage_models[s], names),
+                      lm_head=np.array([1.0 if n == "lm_head" else 0.0 for n in names]))
 
     def _nccl_all_reduces(self, s: int) -> tuple[float, float, int]:
         """(all-reduces per pass, message bytes per new token, devices) of stage ``s``'s tensor-
@@ -351,20 +369,38 @@ class IterationCost:
         flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
         flops_per_s = flops_per_s[:, None]
+        m_e = None
         if st.expert_gemm is not None and st.expert_gemm.any():
             # routed-expert GEMMs run one per touched expert, each over its own tokens
             # (T x top-k / experts touched), lower on the GEMM curve than the pass's T
             k = self.moe.experts_per_token
-            m_e = F[:, 1] * k / np.maximum(F[:, -1], 1.0)
+            if EXPERT_GEMM_TOKENS == "per-expert":
+                m_e = F[:, 1] * k / np.maximum(F[:, -1], 1.0)
+            else:                   # what-if forms (EXPERT_GEMM_TOKENS)
+                m_e = F[:, 1] * k if EXPERT_GEMM_TOKENS == "grouped" else F[:, 1]
             fe, _ = self.rates_for(m_e, n_seqs)
             flops_per_s = np.where(st.expert_gemm[None, :] > 0, fe[:, None], flops_per_s)
+        if GEMM_TILE is not None and self.hardware.compute_units and st.gemm_n is not None:
+            m_op = np.broadcast_to(F[:, 1:2], (F.shape[0], st.gemm_n.shape[0]))
+            if st.lm_head is not None:          # the LM head multiplies one row per sequence
+                m_op = np.where(st.lm_head[None, :] > 0, F[:, 2:3], m_op)
+            if m_e is not None:
+                m_op = np.where(st.expert_gemm[None, :] > 0, m_e[:, None], m_op)
+            flops_per_s = flops_per_s * gemm_quantisation(
+                m_op, st.gemm_n[None, :], self.hardware.compute_units, GEMM_TILE)
         comp = np.maximum((F @ flops_c) / flops_per_s,
                           (F @ mem_c) * (1.0 / self.memory_bytes_per_s)).sum(1) \
             + st.kernels * r.kernel_overhead_s + per_pass
         if self._no_comm[i]:
             return comp, F @ self._tc[i], _NO_COMM
         comm = st.comm[0] + st.comm[1] * F[:, 1] + st.comm[2] * F[:, 2]
-        if st.ar_count:
+        if st.ar_count and TRTLLM_ALLREDUCE:
+            from ..parallel.collectives import COLLECTIVE_SYNC_S, trtllm_all_reduce_s
+            comm = comm + st.ar_count * trtllm_all_reduce_s(
+                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus,
+                self.hardware.interconnect.bandwidth_bytes_per_s, COLLECTIVE_SYNC_S,
+                twoshot=TRTLLM_ALLREDUCE == "auto-twoshot")
+        elif st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(
                 st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus[i])
         return comp, F @ self._tc[i], comm
@@ -421,6 +457,37 @@ class IterationCost:
     @property
     def devices(self) -> int:
         return self.plan.tp * self.plan.pp
+
+
+def _gemm_columns(m: Model, names) -> np.ndarray:
+    """(ops,) output columns on one device of each matmul of a (sharded) model's pass, as the
+    fused kernels TensorRT-LLM runs them (Q, K, V in one GEMM; gate and up in one); 0 for
+    operators that are not matmuls or not named here."""
+    hd = m.head_size
+    qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * hd
+    cols = {"q_proj": qkv, "k_proj": qkv, "v_proj": qkv, "qkv_proj": qkv,
+            "o_proj": m.hidden_size, "ffn_down": m.hidden_size, "ffn_gate_up": 2 * m.intermediate_size,
+            "lm_head": m.vocab_size}
+    if m.moe is not None:
+        cols.update(moe_expert_gate_up=2 * m.moe.expert_intermediate_size,
+                    moe_expert_down=m.hidden_size, moe_router=m.moe.num_experts)
+    return np.array([float(cols.get(n, 0)) for n in names])
+
+
+def gemm_quantisation(m_tokens: np.ndarray, n_cols: np.ndarray, sms: float,
+                      tile: tuple[int, int]) -> np.ndarray:
+    """Share of a GEMM's tile slots doing useful work: M N / (waves x SMs x tm x tn), with
+    ceil(M / tm) x ceil(N / tn) tiles run in waves of ``sms`` (tile and wave quantisation)."""
+    if isinstance(tile[0], (tuple, list)):      # a set of tiles: the kernel picks the best
+        return np.max([gemm_quantisation(m_tokens, n_cols, sms, t) for t in tile], axis=0)
+    tm, tn = tile
+    m = np.maximum(np.asarray(m_tokens, dtype=float), 1.0)
+    n = np.asarray(n_cols, dtype=float)
+    tiles = np.ceil(m / tm) * np.ceil(n / tn)
+    waves = np.ceil(tiles / sms)
+    if not GEMM_M_WASTE:          # partial row tiles left to the GEMM curve over M
+        m = np.ceil(m / tm) * tm
+    return np.where(n > 0, m * n / np.maximum(waves * sms * tm * tn, 1.0), 1.0)
 
 
 def inline_ecc(hw: Hardware) -> bool:

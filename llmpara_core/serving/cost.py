@@ -397,8 +397,9 @@ class IterationCost:
         if st.ar_count and TRTLLM_ALLREDUCE:
             from ..parallel.collectives import COLLECTIVE_SYNC_S, trtllm_all_reduce_s
             comm = comm + st.ar_count * trtllm_all_reduce_s(
-                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus,
-                self.hardware.interconnect.bandwidth_bytes_per_s, COLLECTIVE_SYNC_S,
+                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus[i],
+                self.hardware.interconnect.group_bandwidth_bytes_per_s(st.ar_devices),
+                COLLECTIVE_SYNC_S,
                 twoshot=TRTLLM_ALLREDUCE == "auto-twoshot")
         elif st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(

@@ -187,7 +187,8 @@ class Efficiency:
     of their own, then run the 16-bit GEMM (llama.cpp's CUDA back end before June 2024:
     ``DEQUANT_MIN_TOKENS``); the bytes that pass moves per quantised weight byte (read the
     block, write the 16-bit copy), paid once per micro-batch of a pass with more than
-    ``DEQUANT_MIN_TOKENS`` rows, serially to the GEMM (``roofline.dequant_factor``). Set by the
+    ``DEQUANT_MIN_TOKENS`` rows, at the peak bandwidth and serially to the GEMM
+    (``roofline.dequant_factor``). Set by the
     stack (the reference stack's class values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0

@@ -42,7 +42,7 @@ class Rates:
     quant_compute: float = 1.0           # quantised-weight GEMMs run at this multiple of flops_per_s
     gemm_half_tokens: float = 0.0        # half-point of the expert GEMMs' curve (expert_curve_tokens)
     tokens_in_flight: float | None = None  # rows per GEMM flops_per_s was set for (gemm_rows)
-    dequant_bytes: float = 0.0           # bytes per quantised weight byte dequantised per pass
+    dequant_bytes: float = 0.0           # dequantising bytes per quantised weight byte x memory
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -80,7 +80,7 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  *weight_stream_limits(hardware, eff), eff.kernel_plan,
                  eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
                  eff.gemm_rows(tokens_in_flight) if curve else None,
-                 dequant_factor(eff, tokens_in_flight) if estimated else 0.0)
+                 dequant_factor(eff, tokens_in_flight) * eff.memory if estimated else 0.0)
 
 
 # Rows above which a stack with ``Efficiency.quant_dequant_bytes`` dequantises the weights of
@@ -97,7 +97,14 @@ def dequant_factor(eff: Efficiency, tokens_in_flight: float | None) -> float:
     """Bytes moved per quantised weight byte by the dequantising passes of one forward pass
     with ``tokens_in_flight`` rows: ``Efficiency.quant_dequant_bytes`` once per micro-batch
     (``prompt_ubatch_tokens``) where the pass has more than ``DEQUANT_MIN_TOKENS`` rows, else
-    0 (the matmul reads its quantised weights directly)."""
+    0 (the matmul reads its quantised weights directly). Timed at the device's peak bandwidth
+    (``Rates.dequant_bytes`` = this x ``memory``, counted against ``bytes_per_s``): an
+    element-wise streaming kernel, not the matrix-vector products whose weight-streaming
+    fraction ``memory`` is fitted on. At that fraction instead, the refit moved the HBM
+    fraction from 0.57 to its cap (0.985: on the A100 the per-SM streaming bound leaves it
+    unpinned by the decode rows, so the dequantising rows set it) and put MLC's A100 rows
+    +28..+50 % in sample -- a choice made on in-sample rows, said here. Only the what-if of
+    ``measurements.CUBLAS_PROMPT_SOURCES`` sets the field; no shipped profile does."""
     if eff.quant_dequant_bytes <= 0 or tokens_in_flight is None \
             or tokens_in_flight <= DEQUANT_MIN_TOKENS:
         return 0.0

@@ -20,6 +20,19 @@ def rows():
     return {r.measurement.row_id: r for r in validation.map_all(measured, skipped)[0]}
 
 
+@pytest.fixture
+def builds(monkeypatch):
+    """The what-if switched on (the shipped fit prices every prompt row as MMQ)."""
+    monkeypatch.setattr(validation, "CUBLAS_PROMPT_SOURCES", validation.CUBLAS_PROMPT_BUILDS)
+
+
+def test_the_shipped_fit_prices_every_row_as_mmq(rows):
+    assert validation.CUBLAS_PROMPT_SOURCES == ()
+    assert not any(validation.cublas_prompts(r) for r in rows.values())
+    eff = default_table().efficiency_for(rows["D0461"].hardware, "llama.cpp")
+    assert validation.build_efficiency(rows["D0461"], eff) is eff
+
+
 def test_dequant_factor_per_micro_batch_above_the_mmq_limit():
     eff = Efficiency(quant_dequant_bytes=4.0, prompt_ubatch_tokens=512.0)
     assert dequant_factor(eff, None) == 0.0
@@ -48,7 +61,7 @@ def test_hostile_dequant_bytes_refused():
             Efficiency(quant_dequant_bytes=bad)
 
 
-def test_which_rows_ran_the_cublas_path(rows):
+def test_which_rows_ran_the_cublas_path(rows, builds):
     assert validation.cublas_prompts(rows["D0461"])        # notebook, A100 PCIe, Q4_K_M
     assert not validation.cublas_prompts(rows["D0467"])    # same notebook, F16 weights
     assert not validation.cublas_prompts(rows["D0174"])    # 2025 CUDA scoreboard: MMQ
@@ -58,7 +71,7 @@ def test_which_rows_ran_the_cublas_path(rows):
     assert metal and not any(validation.cublas_prompts(r) for r in metal)
 
 
-def test_build_efficiency_and_the_estimate_agree(rows):
+def test_build_efficiency_and_the_estimate_agree(rows, builds):
     row = rows["D0461"]
     eff = default_table().efficiency_for(row.hardware, "llama.cpp")
     assert eff.quant_gemm_int8 and eff.quant_dequant_bytes == 0.0
@@ -75,3 +88,4 @@ def test_build_efficiency_and_the_estimate_agree(rows):
     assert rep.estimated.ttft_s > rep0.estimated.ttft_s
     # MMQ rows keep the table's efficiency
     assert validation.build_efficiency(rows["D0174"], eff) is eff
+

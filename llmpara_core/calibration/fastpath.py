@@ -94,7 +94,7 @@ class RowFeatures:
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                      *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
                      eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens),
-                     dequant_factor(eff, tokens))
+                     dequant_factor(eff, tokens) * eff.memory)
 
     def predict(self, eff: Efficiency) -> float:
         eff = build_efficiency(self.row, eff)

@@ -182,8 +182,14 @@ class Efficiency:
     routed-expert GEMMs, each over its share of the rows, on a curve with that half-point
     (``roofline.expert_flops_factor``). ``node_step_s``: a fixed cost per forward pass of a
     model instance that spans more than one node (``parallel``: one "node_step_sync" row on
-    its first stage), on top of its collectives. Set by the stack (the reference stack's class
-    values and its profile), not by hardware files."""
+    its first stage), on top of its collectives. ``quant_dequant_bytes`` > 0: the stack's
+    prompt matmuls with quantised weights first dequantise the weights to 16 bits in a kernel
+    of their own, then run the 16-bit GEMM (llama.cpp's CUDA back end before June 2024:
+    ``DEQUANT_MIN_TOKENS``); the bytes that pass moves per quantised weight byte (read the
+    block, write the 16-bit copy), paid once per micro-batch of a pass with more than
+    ``DEQUANT_MIN_TOKENS`` rows, at the peak bandwidth and serially to the GEMM
+    (``roofline.dequant_factor``). Set by the
+    stack (the reference stack's class values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -207,6 +213,7 @@ class Efficiency:
     prompt_ubatch_tokens: float = 0.0
     expert_half_tokens: float = 0.0
     node_step_s: float = 0.0
+    quant_dequant_bytes: float = 0.0
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")
@@ -227,6 +234,7 @@ class Efficiency:
                       hi=1e7)
         require_float("efficiency.expert_half_tokens", self.expert_half_tokens, lo=0, hi=1e6)
         require_float("efficiency.node_step_s", self.node_step_s, lo=0, hi=1)
+        require_float("efficiency.quant_dequant_bytes", self.quant_dequant_bytes, lo=0, hi=64)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         check_float("efficiency_fraction", self.quant_memory, "efficiency.quant_memory")
         for f in STREAM_FIELDS:

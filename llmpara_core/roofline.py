@@ -13,6 +13,7 @@ per kernel.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,7 @@ class Rates:
     quant_compute: float = 1.0           # quantised-weight GEMMs run at this multiple of flops_per_s
     gemm_half_tokens: float = 0.0        # half-point of the expert GEMMs' curve (expert_curve_tokens)
     tokens_in_flight: float | None = None  # rows per GEMM flops_per_s was set for (gemm_rows)
+    dequant_bytes: float = 0.0           # dequantising bytes per quantised weight byte x memory
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -77,7 +79,37 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                  *weight_stream_limits(hardware, eff), eff.kernel_plan,
                  eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
-                 eff.gemm_rows(tokens_in_flight) if curve else None)
+                 eff.gemm_rows(tokens_in_flight) if curve else None,
+                 dequant_factor(eff, tokens_in_flight) * eff.memory if estimated else 0.0)
+
+
+# Rows above which a stack with ``Efficiency.quant_dequant_bytes`` dequantises the weights of
+# its quantised matmuls to 16 bits for a 16-bit GEMM: llama.cpp's CUDA back end before June
+# 2024 ran a batch of more than MMQ_MAX_BATCH_SIZE = 32 rows through FP16 cuBLAS on tensor
+# cores, converting each quantised weight matrix to F16 first (ggerganov/llama.cpp@005de593
+# ggml-cuda.cu: "max batch size to use MMQ kernels when tensor cores are available";
+# ggml_cuda_op_mul_mat_cublas: to_fp16_cuda on src0), until PR #8075 (2024-06-23, "CUDA: use
+# MMQ instead of cuBLAS by default") made MMQ on int8 tensor cores the default.
+DEQUANT_MIN_TOKENS = 32
+
+
+def dequant_factor(eff: Efficiency, tokens_in_flight: float | None) -> float:
+    """Bytes moved per quantised weight byte by the dequantising passes of one forward pass
+    with ``tokens_in_flight`` rows: ``Efficiency.quant_dequant_bytes`` once per micro-batch
+    (``prompt_ubatch_tokens``) where the pass has more than ``DEQUANT_MIN_TOKENS`` rows, else
+    0 (the matmul reads its quantised weights directly). Timed at the device's peak bandwidth
+    (``Rates.dequant_bytes`` = this x ``memory``, counted against ``bytes_per_s``): an
+    element-wise streaming kernel, not the matrix-vector products whose weight-streaming
+    fraction ``memory`` is fitted on. At that fraction instead, the refit moved the HBM
+    fraction from 0.57 to its cap (0.985: on the A100 the per-SM streaming bound leaves it
+    unpinned by the decode rows, so the dequantising rows set it) and put MLC's A100 rows
+    +28..+50 % in sample -- a choice made on in-sample rows, said here. Only the what-if of
+    ``measurements.CUBLAS_PROMPT_SOURCES`` sets the field; no shipped profile does."""
+    if eff.quant_dequant_bytes <= 0 or tokens_in_flight is None \
+            or tokens_in_flight <= DEQUANT_MIN_TOKENS:
+        return 0.0
+    ub = eff.prompt_ubatch_tokens
+    return eff.quant_dequant_bytes * (math.ceil(tokens_in_flight / ub) if ub > 0 else 1)
 
 
 def gemm_peaks(hardware: Hardware, dtype: DType, eff: Efficiency) -> tuple[float, DType, float]:
@@ -216,6 +248,8 @@ def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes
     if r.attention_efficiency != 1.0:
         extra = attention_flops * (1.0 / r.attention_efficiency - 1.0)
     flops = flops * quant_flops_factor(r, quantized) + extra
+    if r.dequant_bytes:         # a dequantising kernel before the GEMM, serially (with the link)
+        link = link + quantized * weight_bytes * (r.dequant_bytes / r.bytes_per_s)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):
         return (np.maximum(flops / r.flops_per_s, mem_bytes / r.bytes_per_s)
                 + kernels * r.kernel_overhead_s + link)

@@ -45,10 +45,16 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="print the results, write nothing")
     ap.add_argument("--no-cv", action="store_true", help="skip leave-one-device-out")
     ap.add_argument("--no-frameworks", action="store_true", help="fit the classes only")
+    ap.add_argument("--cublas-builds", action="store_true",
+                    help="what-if: price the prompt rows of pre-June-2024 llama.cpp CUDA builds "
+                         "as their dequantise + FP16 cuBLAS path "
+                         "(measurements.CUBLAS_PROMPT_BUILDS; not the shipped fit)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="processes for the leave-one-device-out refits (default 1; the "
                          "folds are independent, the result is the same)")
     args = ap.parse_args(argv)
+    if args.cublas_builds:
+        validation.CUBLAS_PROMPT_SOURCES = validation.CUBLAS_PROMPT_BUILDS
     try:
         rows, skipped = (validation.read_measurements(args.data.read_bytes()) if args.data
                          else validation.read_shipped())

@@ -82,7 +82,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="write the per-row CSV here")
     ap.add_argument("--from", dest="src", type=Path, help="read a CSV written by --out")
     ap.add_argument("--against", type=Path, help="a second CSV to compare with --from")
+    ap.add_argument("--cublas-builds", action="store_true",
+                    help="what-if: pre-June-2024 llama.cpp CUDA builds' prompt rows on their "
+                         "dequantise + FP16 cuBLAS path (measurements.CUBLAS_PROMPT_BUILDS)")
     args = ap.parse_args(argv)
+    if args.cublas_builds:
+        validation.CUBLAS_PROMPT_SOURCES = validation.CUBLAS_PROMPT_BUILDS
     try:
         rows = read(args.src) if args.src else run(args.device)
         other = read(args.against) if args.against else None

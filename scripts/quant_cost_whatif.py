@@ -16,6 +16,10 @@ weight-only; MLC: F16 and q4f16_1) pins what its quantised matmuls cost beyond t
 * ``cu`` -- gpt-fast's quantised weights stream at most so many bytes per compute unit per
   clock cycle (``Efficiency.quant_stream_bytes_per_cu_cycle``: a dequantising rate that scales
   with the SM / CU count and clock, not with the bandwidth);
+* ``identified`` -- ``launch``, with a stack's batch-1 and prefill values fitted only where
+  its rows of that regime come from two or more physical devices
+  (``stack_fit.MIN_FRAMEWORK_DEVICES`` = 2; else the class values with the stack's structural
+  terms), in the shipped fit and every fold alike;
 * ``nccl`` -- ``launch``, with every estimated all-reduce within a node timed by NCCL's own
   tuning model (``parallel.collectives.nccl_ring_all_reduce_s``, as the serving simulator
   times them) instead of the one-shot estimate: gpt-fast's tensor parallelism calls
@@ -52,7 +56,7 @@ from llmpara_core.roofline import op_time_s  # noqa: E402
 STACKS = ("gpt-fast", "mlc")
 DEVICES = ("amd-mi250x-gcd", "nvidia-a100-sxm-80gb", "nvidia-a100-pcie-80gb", "nvidia-a10g",
            "nvidia-rtx-3090-ti", "nvidia-rtx-4090")
-VARIANTS = ("launch", "share", "cu", "nccl")
+VARIANTS = ("launch", "share", "cu", "nccl", "identified")
 CU_STARTS = (2.0, 4.0, 8.0, 16.0)      # bytes per compute unit per cycle
 _fit_framework = stack_fit.fit_framework
 _net_time = collectives.Net.time
@@ -101,6 +105,7 @@ def _nccl_time(self, kind, n, m_bytes, nodes, est):
 def use(variant: str) -> None:
     """Switch the fit and the core to ``variant`` (the default: ``launch``)."""
     stack_fit.QUANT_FORM = "share" if variant == "share" else "launch"
+    stack_fit.MIN_FRAMEWORK_DEVICES = 2 if variant == "identified" else 1
     stack_fit.fit_framework = _cu_fit if variant == "cu" else _fit_framework
     fitting.fit_framework = stack_fit.fit_framework
     collectives.Net.time = _nccl_time if variant == "nccl" else _net_time

@@ -54,3 +54,27 @@ def test_devices_that_disagree_are_shrunk_and_agreeing_ones_are_not(exl):
     got = fit_framework("exllamav2", same, table, shrink=max(SHRINK_GRID))
     assert 0.7 < got.memory_scale < 1.0          # pulled towards the reference, not to it
     assert fit_framework("exllamav2", same, table).memory_scale == pytest.approx(0.7, rel=0.02)
+
+
+def test_the_strength_is_chosen_inside_each_fold(monkeypatch):
+    """Leave-one-device-out chooses a stack's shrinkage on the fold's training rows only: the
+    held-out device's rows never reach ``choose_shrink`` (the MI250X GCD's fold: gpt-fast only,
+    no reference rows, so only the stack is refitted)."""
+    from llmpara_core.calibration import fitting
+    rows, skipped = validation.read_shipped()
+    mapped, _ = validation.map_all(rows, skipped)
+    seen = []
+
+    def spy(name, rs, table, quant_form=None):
+        seen.append((name, {r.hardware.slug for r in rs}))
+        return choose_shrink(name, rs, table, quant_form)
+    monkeypatch.setattr(fitting, "choose_shrink", spy)
+    preds = fitting.leave_one_device_out(mapped, calibration.default_table(),
+                                         ["amd-mi250x-gcd"])
+    assert {p.row.hardware.slug for p in preds} == {"amd-mi250x-gcd"}
+    assert ("gpt-fast", {"nvidia-a100-sxm-80gb-330w"}) in seen
+    assert all("amd-mi250x-gcd" not in slugs for _, slugs in seen)
+    # one device left in the fold: no strength can be chosen, the stack is not shrunk
+    assert choose_shrink("gpt-fast", [r for r in mapped if r.framework == "gpt-fast"
+                                      and r.hardware.slug != "amd-mi250x-gcd"],
+                         calibration.default_table()) == 0.0

@@ -128,15 +128,16 @@ ACT_QUANT_STACKS = ("llama.cpp",)
 # based stacks (vLLM, SGLang, gpt-fast, HF) and TensorRT-LLM accumulate FP16/BF16 GEMMs in FP32.
 # Int8 MMA: llama.cpp's quantised matmuls (MMQ, ggml-cuda/mmq.cu) multiply the weight blocks
 # with q8_1-quantised activations in int8 (mma.sync on Turing and newer); the other stacks'
-# weight-only kernels dequantise to 16 bits and run at the 16-bit rate. Build dependence, not
-# modelled: MMQ runs prompts only since June 2024 (github ggml-org/llama.cpp PR #8075, "use MMQ
+# weight-only kernels dequantise to 16 bits and run at the 16-bit rate. Build dependence, a
+# what-if (measurements.CUBLAS_PROMPT_BUILDS, roofline.dequant_factor; not kept, the figures are
+# there): MMQ runs prompts only since June 2024 (github ggml-org/llama.cpp PR #8075, "use MMQ
 # instead of cuBLAS by default"; int8 MMA in MMQ from PR #7676 / #7860, May-June 2024). Before,
 # a batch above MMQ_MAX_BATCH_SIZE = 32 rows had its quantised weights dequantised to F16 for
 # FP16 cuBLAS (ggerganov/llama.cpp@005de593 ggml-cuda.cu: "max batch size to use MMQ kernels
-# when tensor cores are available"): the XiongjieDai notebook rows (llama-bench build 2837,
+# when tensor cores are available"): the XiongjieDai notebook rows (llama-bench builds 2836-2837,
 # May 2024; their log prints "CUDA_USE_TENSOR_CORES: yes") ran that path, the 2025 scoreboard
-# rows (discussion #15013) MMQ. The rows do not carry their build, so one fitted
-# quant_compute covers both paths.
+# rows (discussion #15013) MMQ. The shipped fit prices both as MMQ: one fitted quant_compute
+# covers both paths.
 ACC16_STACKS = ("llama.cpp",)
 # Stacks that run a prompt in micro-batches of a fixed number of tokens
 # (``Efficiency.prompt_ubatch_tokens``): llama.cpp's physical batch n_ubatch, 512 by default
@@ -524,7 +525,9 @@ HEADER = """\
 #                  cuBLAS / simdgroup GEMMs. Fitted per class with compute, where >= 2 devices
 #                  have prefill rows of one model at one prompt length in both 16-bit and
 #                  quantised weights (fitting.paired_quant_devices); datacenter GPUs, which run
-#                  the consumer GPUs' kernels, take theirs with compute.
+#                  the consumer GPUs' kernels, take theirs with compute. One value covers the
+#                  May 2024 notebook rows (dequantise + FP16 cuBLAS) and the 2025 MMQ rows
+#                  (measurements.CUBLAS_PROMPT_BUILDS: the what-if that splits them).
 # [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
 #                  conflicts and controller efficiency differ by technology, not by vendor).
 # [architecture.*] legacy_kernel_factor: fraction of a generation's dense peak reached by GEMM

@@ -14,10 +14,10 @@ import numpy as np
 from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
-from ..roofline import (Rates, expert_flops_factor, gemm_peaks, is_expert_gemm, launches,
-                        op_time_s, plan_factors, weight_stream_limits)
+from ..roofline import (Rates, dequant_factor, expert_flops_factor, gemm_peaks,
+                        is_expert_gemm, launches, op_time_s, plan_factors, weight_stream_limits)
 from ..units import S_PER_MS
-from .measurements import Mapped
+from .measurements import Mapped, build_efficiency
 
 HUBER_DELTA = 0.05
 PRIOR_WEIGHT = 2e-5
@@ -93,9 +93,11 @@ class RowFeatures:
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                      *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
-                     eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens))
+                     eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens),
+                     dequant_factor(eff, tokens) * eff.memory)
 
     def predict(self, eff: Efficiency) -> float:
+        eff = build_efficiency(self.row, eff)
         m, wl = self.row.measurement, self.row.workload
         b, moe = wl.batch, self.row.model.moe
         if m.metric in ("decode_tok_s", "throughput_tok_s"):

@@ -78,6 +78,8 @@ CLUSTER_DEVICE = {
     "2x-nvidia-rtx-4090-pcie": "nvidia-rtx-4090",
     "4x-nvidia-a100-sxm-80gb-nvlink": "nvidia-a100-sxm-80gb",
     "4x-nvidia-h100-sxm-hgx4": "nvidia-h100-sxm",
+    "8x-nvidia-a100-pcie-80gb": "nvidia-a100-pcie-80gb",
+    "8x-nvidia-a100-sxm-80gb-nvlink": "nvidia-a100-sxm-80gb",
     "8x-amd-mi300x-infinity-fabric": "amd-mi300x",
     "8x-nvidia-h100-sxm-nvlink": "nvidia-h100-sxm",
     "8x-nvidia-h200-sxm-nvlink": "nvidia-h200-sxm",

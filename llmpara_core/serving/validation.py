@@ -5,8 +5,10 @@ copied from ``shared/validation/batched_throughput.csv`` with their source URLs)
 Each row is simulated at max load with the TensorRT-LLM profile (efficiency and scheduler
 defaults), ``MAX_LOAD_REQUESTS`` requests of the row's ISL/OSL, the row's precision (FP8 =
 FP8 weights, GEMMs and KV cache, as the docs up to v0.17 state) and TP over the matching
-NVLink cluster preset, and the row's TensorRT-LLM release (``framework_version``) at its
-release range's factor on the compute time (``stack_version``). Fitted on these rows: the FP8
+cluster preset, and the row's TensorRT-LLM release (``framework_version``) at its
+release range's factor on the compute time (``stack_version``). TP > 1 rows run on their
+node's cluster preset (``CLUSTERS``: NVSwitch for H100 and A100 SXM4, PCIe Gen4 for A100 PCIe
+and L40S); A100 PCIe TP 2 is left out (``UNMAPPED_TP``). Fitted on these rows: the FP8
 power wall's duty (``cost.TENSOR_DUTY``) and the release factors; ``llmpara validate --regime
 serving-maxload --loo`` refits both without each GPU.
 """
@@ -44,8 +46,21 @@ DEVICES = {"NVIDIA H100 SXM 80GB": "nvidia-h100-sxm", "NVIDIA A100 SXM4 80GB": "
            "NVIDIA B200": "nvidia-b200",
            "NVIDIA H100 80GB (form factor not stated)": "nvidia-h100-sxm",
            "NVIDIA A100 80GB (form factor not stated)": "nvidia-a100-sxm-80gb"}
+# The node each GPU's TP > 1 rows ran on. The perf-overview pages name one system per GPU
+# column and that column holds TP 8 rows, so the node has eight GPUs:
+# - A100 SXM4: the HGX A100 8-GPU board (as in DGX A100), six NVSwitch chips: every GPU reaches
+#   every other at its full 300 GB/s per direction, so TP 2, 4 and 8 all run on it;
+# - A100 PCIe and L40S: PCIe Gen4 x16 cards (the L40S has no NVLink; an A100 PCIe NVLink bridge
+#   joins two cards only), so a collective over 3 or more GPUs crosses PCIe, 31 GB/s per
+#   direction: a ring is as fast as its slowest link.
 CLUSTERS = {"nvidia-h100-sxm": "8x-nvidia-h100-sxm-nvlink",
-            "nvidia-a100-sxm-80gb": "4x-nvidia-a100-sxm-80gb-nvlink"}
+            "nvidia-a100-sxm-80gb": "8x-nvidia-a100-sxm-80gb-nvlink",
+            "nvidia-a100-pcie-80gb": "8x-nvidia-a100-pcie-80gb",
+            "nvidia-l40s": "8x-nvidia-l40s-pcie"}
+# (device, TP) whose link no source states: left unsimulated, with the reason.
+UNMAPPED_TP = {("nvidia-a100-pcie-80gb", 2): "A100 PCIe TP 2: the source does not say whether "
+               "the pair was joined by an NVLink bridge (300 GB/s per direction) or by PCIe "
+               "(31 GB/s), so no link is assumed"}
 PRECISIONS = {"FP16": "FP16", "BF16": "BF16", "FP8": "FP8"}
 
 
@@ -102,10 +117,22 @@ def _engine_settings(notes: str) -> tuple[int | None, int | None]:
 
 
 def device_for(row: MaxLoadRow) -> str | None:
+    """The hardware preset a row is simulated on (its device at TP 1, else its node's cluster
+    preset, ``CLUSTERS``); None where there is none or its link is not known (``UNMAPPED_TP``)."""
     dev = DEVICES.get(row.hardware)
     if dev is None or row.tp == 1:
         return dev
+    if (dev, row.tp) in UNMAPPED_TP:
+        return None
     return CLUSTERS.get(dev)
+
+
+def skip_reason(row: MaxLoadRow) -> str:
+    """Why a row has no preset to run on (``device_for`` None, or no model or precision)."""
+    dev = DEVICES.get(row.hardware)
+    if (dev, row.tp) in UNMAPPED_TP:
+        return UNMAPPED_TP[(dev, row.tp)]
+    return "no preset for this hardware, model, precision or TP"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -149,8 +176,7 @@ def compare(rows, requests: int = MAX_LOAD_REQUESTS,
         dev, model = device_for(r), MODELS.get(r.model)
         prec = PRECISIONS.get(r.precision)
         if dev is None or model is None or prec is None:
-            out.append(MaxLoadComparison(r, None, "no preset for this hardware, model, "
-                                                  "precision or TP"))
+            out.append(MaxLoadComparison(r, None, skip_reason(r)))
             continue
         try:
             scale = release_scale(r, model) if releases else 1.0

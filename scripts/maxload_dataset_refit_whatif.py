@@ -16,15 +16,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
-from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from llmpara_core.serving import cost as C  # noqa: E402
 from llmpara_core.serving import duty_fit, mlperf, reserve_fit, stack_version  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from fit_runtime_reserve import summary  # noqa: E402  (the same per-TP / per-GPU line)
 from llmpara_core.serving import validation as sv  # noqa: E402
 from llmpara_core.serving.config import TRTLLM_RUNTIME_RESERVE_GIB  # noqa: E402
 from llmpara_core.units import BYTES_PER_GIB  # noqa: E402
@@ -48,16 +49,6 @@ def record(rows, reserve_bytes: float) -> list[tuple]:
         if runs[key] is not None:
             out.append((r, runs[key]))
     return out
-
-
-def summary(errs) -> str:
-    e = [x for _, x in errs]
-    by = defaultdict(list)
-    for r, x in errs:
-        by[f"TP{r.tp}"].append(x)
-        by[r.hardware].append(x)
-    return (f"{median(map(abs, e)):.1%} (signed {median(e):+.1%}, {len(e)} rows); "
-            + "; ".join(f"{k} {median(map(abs, v)):.1%}" for k, v in sorted(by.items())))
 
 
 def main(argv=None) -> int:

@@ -444,16 +444,22 @@ class IterationCost:
         paged engines allocate every layer's blocks)."""
         return max(kv_cache_bytes_per_token(m, self.precision) for m in self._ctx.stage_models)
 
+    def memory_parts(self, token_budget: int) -> tuple[float, int, float, float]:
+        """(memory left [B], stage, its weights [B], the activations of a pass over
+        ``token_budget`` tokens [B]) of the stage whose device has the least left."""
+        cap = self.hardware.memory_capacity_bytes
+        n = max(1, token_budget)
+        parts = []
+        for s in range(len(self.stages)):
+            w = _stage_weight_bytes(self._ctx, s)
+            act = activation_peak_bytes(_device_ops(self._ctx, s, 1, n, n + 1, 1))
+            parts.append((cap - w - act, s, w, act))
+        return min(parts)
+
     def free_bytes_per_device(self, token_budget: int) -> float:
         """Device memory left after the stage's weights and the activations of a pass over
         ``token_budget`` tokens (smallest over stages) [bytes]."""
-        cap = self.hardware.memory_capacity_bytes
-        free = []
-        for s in range(len(self.stages)):
-            n = max(1, token_budget)
-            act = activation_peak_bytes(_device_ops(self._ctx, s, 1, n, n + 1, 1))
-            free.append(cap - _stage_weight_bytes(self._ctx, s) - act)
-        return min(free)
+        return self.memory_parts(token_budget)[0]
 
     @property
     def devices(self) -> int:

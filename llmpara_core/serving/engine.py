@@ -70,18 +70,26 @@ class SimResult:
         return float(self.finish_s.max() - self.arrival_s.min())
 
 
+def kv_budget_bytes(cost: IterationCost, cfg: EngineConfig, free_bytes: float | None = None
+                    ) -> float:
+    """KV-cache bytes per device before rounding to blocks: the fraction of the memory left
+    after weights, activations and the stack's runtime reserve (or, ``kv_fraction_of_total``,
+    that fraction of the device's total less weights, activations and reserve); negative when
+    nothing is left. ``free_bytes``: the memory left after weights and activations, if known."""
+    if free_bytes is None:
+        free_bytes = cost.free_bytes_per_device(cfg.max_num_tokens)
+    left = free_bytes - cfg.runtime_reserve_bytes
+    if cfg.kv_fraction_of_total:
+        return left - (1.0 - cfg.kv_memory_fraction) * cost.hardware.memory_capacity_bytes
+    return left * cfg.kv_memory_fraction
+
+
 def kv_capacity_tokens(cost: IterationCost, cfg: EngineConfig) -> int:
-    """KV-cache tokens of a replica: fraction of the memory left after weights, activations and
-    the stack's runtime reserve (or, ``kv_fraction_of_total``, that fraction of the device's
-    total less weights, activations and reserve), divided by the KV bytes per token, rounded
-    down to whole blocks. 0 if nothing is left."""
+    """KV-cache tokens of a replica: :func:`kv_budget_bytes` divided by the KV bytes per
+    token, rounded down to whole blocks. 0 if nothing is left."""
     if cfg.kv_capacity_tokens is not None:
         return cfg.kv_capacity_tokens // cfg.block_size * cfg.block_size
-    left = cost.free_bytes_per_device(cfg.max_num_tokens) - cfg.runtime_reserve_bytes
-    if cfg.kv_fraction_of_total:
-        free = left - (1.0 - cfg.kv_memory_fraction) * cost.hardware.memory_capacity_bytes
-    else:
-        free = left * cfg.kv_memory_fraction
+    free = kv_budget_bytes(cost, cfg)
     per = cost.kv_bytes_per_token()
     if free <= 0 or per <= 0:
         return 0

@@ -1,10 +1,10 @@
 """Where a device's memory goes in a serving replica: capacity, weights, a pass's activations,
 the stack's runtime reserve and the KV-cache budget, per device, with the engine's own rule.
 
-The engine sizes its KV cache with :func:`.engine.kv_capacity_tokens`; :func:`kv_memory`
-states the same arithmetic part by part (tests/test_serve_expose.py checks that its budget
-gives the engine's token count), so a page or the CLI can say why a model does or does not
-fit:
+The engine sizes its KV cache with :func:`.engine.kv_capacity_tokens` from
+:func:`.engine.kv_budget_bytes`; :func:`kv_memory` reports that budget part by part
+(tests/test_serve_expose.py checks it against the engine's token count), so a page or the
+CLI can say why a model does or does not fit:
 
     TensorRT-LLM, generic:  budget = f x (capacity - weights - activations - reserve)
     vLLM (fraction of the total):  budget = f x capacity - weights - activations - reserve
@@ -17,14 +17,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..hardware import Efficiency, Hardware
-from ..memory import activation_peak_bytes
 from ..model import Model
 from ..parallel import ParallelPlan
-from ..parallel.evaluation import _device_ops, _stage_weight_bytes
 from ..precision import Precision
 from .config import EngineConfig
 from .cost import IterationCost
-from .engine import kv_capacity_tokens
+from .engine import kv_budget_bytes, kv_capacity_tokens
 
 
 @dataclass(frozen=True)
@@ -57,22 +55,11 @@ class KvMemory:
 
 def kv_memory(cost: IterationCost, cfg: EngineConfig) -> KvMemory:
     """The memory accounting of ``cost``'s replica under ``cfg`` (see the module docstring);
-    the stage kept is the one :meth:`IterationCost.free_bytes_per_device` takes (least
+    the stage kept is the one :meth:`IterationCost.memory_parts` picks (least
     memory left after its weights and the activations of a ``max_num_tokens`` pass)."""
-    ctx = cost._ctx                  # the cost's own sharded stages (same package)
+    free, stage, w, act = cost.memory_parts(cfg.max_num_tokens)
     cap = cost.hardware.memory_capacity_bytes
-    n = max(1, cfg.max_num_tokens)
-    parts = []
-    for s in range(len(cost.stages)):
-        w = _stage_weight_bytes(ctx, s)
-        act = activation_peak_bytes(_device_ops(ctx, s, 1, n, n + 1, 1))
-        parts.append((cap - w - act, s, w, act))
-    free, stage, w, act = min(parts)
-    left = free - cfg.runtime_reserve_bytes
-    if cfg.kv_fraction_of_total:
-        budget = left - (1.0 - cfg.kv_memory_fraction) * cap
-    else:
-        budget = left * cfg.kv_memory_fraction
+    budget = kv_budget_bytes(cost, cfg, free)
     return KvMemory(float(cap), float(w), float(act), float(cfg.runtime_reserve_bytes),
                     float(cfg.kv_memory_fraction), cfg.kv_fraction_of_total, float(budget),
                     float(cost.kv_bytes_per_token()), kv_capacity_tokens(cost, cfg), stage,

@@ -306,9 +306,10 @@ def server_stream_s(row: MlperfRow, cost: IterationCost) -> float:
     """Host seconds per streamed token of ``row``'s Server runs (``SERVER_STREAMING``): the
     stack's per-sequence per-pass host cost at the run's release factor for a TensorRT-LLM
     Server row, else 0 (Offline rows; AMD's vLLM harness: no source read on its streaming)."""
-    if not SERVER_STREAMING or row.scenario != "Server" or row.framework != "tensorrt-llm":
+    from .streaming import default_streaming, stream_s_per_token
+    if not SERVER_STREAMING or not default_streaming(row.scenario.lower(), row.framework):
         return 0.0
-    return cost.hardware.effective_efficiency.seq_overhead_s * cost.time_scale
+    return stream_s_per_token(cost.hardware, cost.time_scale)
 
 
 def completed_share(res, row: MlperfRow) -> float:

@@ -50,7 +50,14 @@ st.logo(str(ICON), size="large")
 sections: dict[str, list] = {}
 for i, (section, path, title, icon) in enumerate(PAGES):
     sections.setdefault(section, []).append(
-        st.Page(path, title=title, icon=icon, default=i == 0, url_path=_url_path(title)))
+        st.Page(path, title=title, icon=icon, default=i == 0,
+                url_path=_url_path(title) + ("-default" if i == 0 else "")))
+# The default page lives at "/" (Streamlit ignores its url_path); its own path ("/overview",
+# which people type or bookmark) runs the same page through a hidden alias instead of
+# Streamlit's "Page not found" dialog.
+_first = PAGES[0]
+sections[_first[0]].append(st.Page(_first[1], title=_first[2], icon=_first[3],
+                                   url_path=_url_path(_first[2]), visibility="hidden"))
 page = st.navigation(sections, position="top")
 
 share_slot = render_sidebar()

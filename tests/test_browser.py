@@ -57,6 +57,17 @@ def test_deep_link_on_a_fresh_server_opens_its_page(server, browser):
     page.screenshot(path=str(OUT / "roofline.png"))
 
 
+def test_default_page_by_its_own_path(server, browser):
+    """/overview (typed or bookmarked; the default page itself lives at "/") opens the Overview
+    with the link's scenario, not Streamlit's "Page not found" dialog."""
+    page = _open(browser, f"{server}/overview?{urlencode(LINK)}")
+    assert "Page not found" not in page.content()
+    assert page.get_by_test_id("stException").count() == 0
+    assert "Overview" in page.get_by_role("heading", level=1).first.inner_text()
+    assert _metric(page, "Parameters (total)") != ""
+    assert parse_qs(urlparse(page.url).query)["model"] == ["mixtral-8x7b"]
+
+
 def test_shared_link_reopens_scenario_and_follows_batch(server, browser):
     page = _open(browser, f"{server}/?{urlencode(LINK)}")
     # under load the sidebar's select boxes can reach the DOM after the script is idle:

@@ -75,7 +75,9 @@ with right:
         fig.update_layout(title="Where the time goes (estimated)", height=190,
                           showlegend=False, margin=dict(l=10, r=24, t=35, b=10))
         # every quarter labelled, 100 % included (Plotly had left only "0 %" and "50 %")
-        fig.update_xaxes(title=None, ticksuffix=" %", tickvals=[0, 25, 50, 75, 100])
+        # (the labels are spelt out: Streamlit's chart theme drops a ticksuffix there)
+        fig.update_xaxes(title=None, tickvals=[0, 25, 50, 75, 100],
+                         ticktext=["0 %", "25 %", "50 %", "75 %", "100 %"])
         show(fig, "overview-shares", "overview-time-by-category")
 iff = "" if mem.fits else f" ({IF_IT_FIT})"
 

@@ -28,12 +28,16 @@ same run and the -99 one is not stored). Context length per sequence is taken as
     python scripts/mlperf_step_check.py
 
 Measured on main c65c8f1 (ratio = log TPOT / model pass incl. streaming):
-  H200 llama2-70b TP1        1.07   (throughput residual +6.0 %)
+  H100 llama2-70b TP2        1.24   (throughput residual +18.4 %)
+  H200 llama2-70b TP1        1.07   (+6.0 %)
   Dell XE9640 llama2 TP2     1.28   (+21.6 %)
   H100 Mixtral TP1           1.17   (+17.4 %)
   Dell XE8640 Mixtral TP1    1.15   (+13.8 %)
   H200 Mixtral TP1           1.14   (+16.2 %)
-  1x MI300X llama2 (vLLM)    1.27   (+18.2 %; prefill-first form)
+  1x MI300X llama2 (vLLM)    1.41   (+18.2 %; prefill-first form)
+With the activations between kernels at 16 bits (``serving.cost.INTERKERNEL_ACTIVATION_BITS``,
+branch mlperf10): H100 TP2 1.24, Dell TP2 1.25, H200 llama2 1.07, MI300X 1.38, Mixtral H100 /
+Dell / H200 1.11 / 1.09 / 1.10.
 """
 
 from __future__ import annotations
@@ -52,6 +56,12 @@ _R = "github mlcommons/inference_results_v4.1@a2f5d66d17e8:closed/"
 # system -> (scheduled samples/s of the whole system, mean latency [s], mean TTFT [s],
 # mean TPOT [s], the summary read)
 LOGS = {
+    # NVIDIA's summary is not stored: its mlperf_log_detail.txt, result_scheduled_samples_per_
+    # sec, result_mean_latency_ns, result_first_token_mean_latency_ns,
+    # result_time_to_output_token_mean
+    "DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99": (75.0967, 44.955, 0.27593, 0.15496, _R +
+                                                   "NVIDIA/results/DGX-H100_H100-SXM-80GBx8_"
+                                                   "TRT/llama2-70b-99/Server (detail log)"),
     "XE9640_H100_SXM_80GBx4_TRT": (30.97, 34.633, 0.2108, 0.11945, _R + "Dell/results/"
                                    "XE9640_H100_SXM_80GBx4_TRT/llama2-70b-99.9/Server"),
     "H200-SXM-141GBx8_TRT/llama2-70b-99": (101.25, 35.855, 0.1983, 0.12326, _R + "NVIDIA/"

@@ -4,6 +4,15 @@ variant of its ``VARIANTS`` table, with the figures split by GPU and TP degree (
 shipped duty and release factors, and leave-one-GPU-out with both refitted, as tp8_whatif).
 
     python scripts/pcie_allreduce_whatif.py --cache FILE.pkl --variants pcie-as-nvlink,base
+
+Measured on the 1,794 rows (reserve 4 GiB; in sample / held out, held-out TP8):
+pcie-as-nvlink (NCCL's NVLink model on the PCIe boards, the model before) 10.7 / 12.8 %, 25.1 %;
+pcie-no-socket (PCI latencies, no LL128, NCCL's PCIe bandwidth) 10.5 / 12.4 %, 22.4 %;
+base (and rings over two sockets at NCCL's 15 GB/s) 8.9 / 10.1 %, 11.0 % (signed +2.6 %).
+Sensitivity to the unstated host, measured with a bound on the bus set directly: 16 GB/s
+9.1 / 10.9 %, TP8 11.3 %; 10 GB/s (an Intel Skylake-Ice Lake host, SKL_QPI_BW) 10.0 / 11.9 %,
+TP8 18.8 %, signed -2.2 %; every PCIe ring at half NCCL's PCIe bandwidth (not a model, a
+scale) 9.5 / 11.8 %, TP4 10.6 %, TP8 14.7 %, signed -5.4 %.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ pcie-no-socket (PCI latencies, no LL128, NCCL's PCIe bandwidth) 10.5 / 12.4 %, 2
 base (and rings over two sockets at NCCL's 15 GB/s) 8.9 / 10.1 %, 11.0 % (signed +2.6 %).
 Sensitivity to the unstated host, measured with a bound on the bus set directly: 16 GB/s
 9.1 / 10.9 %, TP8 11.3 %; 10 GB/s (an Intel Skylake-Ice Lake host, SKL_QPI_BW) 10.0 / 11.9 %,
-TP8 18.8 %, signed -2.2 %; every PCIe ring at half NCCL's PCIe bandwidth (not a model, a
-scale) 9.5 / 11.8 %, TP4 10.6 %, TP8 14.7 %, signed -5.4 %.
+TP8 18.8 %, signed -2.2 %; before the socket bound, every PCIe ring at half NCCL's PCIe
+bandwidth (a scale, pcie-bus0.5) 9.5 / 11.8 %, TP4 10.6 %, TP8 14.7 %, signed -5.4 %.
 """
 
 from __future__ import annotations

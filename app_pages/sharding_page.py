@@ -174,6 +174,11 @@ with c2:
         if ic.peer_bandwidth_bytes_per_s is not None:
             link += (f"; direct links, no switch: {sig(ic.peer_bandwidth_bytes_per_s / BYTES_PER_GB)}"
                      " GB/s between each pair, so a group of n devices reaches n − 1 times that")
+        if ic.link is not None:
+            link += f"; {ic.link.value} links"
+        if ic.devices_per_socket is not None:
+            link += (f"; {ic.devices_per_socket} per CPU socket, socket link "
+                     f"{sig(ic.socket_bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s (NCCL's figure)")
         st.caption(escape_md(link))
 
 max_dev = ic.devices if ic else 1024

@@ -76,6 +76,14 @@ class Topology(Enum):
     TORUS_2D = "torus-2d"
 
 
+class LinkKind(Enum):
+    """What a device's intra-node links are, where it changes how NCCL runs over them
+    (``parallel.collectives``): NVLink (or an unstated link: NCCL's NVLink model) or PCIe, whose
+    rings NCCL times with its PCI latencies, without LL128, at its PCI link bandwidth."""
+    NVLINK = "nvlink"
+    PCIE = "pcie"
+
+
 # Extra kernels per quantised matmul a hardware file may state (efficiency.act_quant_kernels).
 MAX_ACT_QUANT_KERNELS = 8.0
 # A compute unit streaming more than 1 kB per cycle is not a GPU (an SM's L1 moves ~128 B).
@@ -327,6 +335,14 @@ class Interconnect:
     # three): the unidirectional bandwidth between one pair [B/s]. None: a switched fabric,
     # where any group reaches ``bandwidth_bytes_per_s`` (``group_bandwidth_bytes_per_s``).
     peer_bandwidth_bytes_per_s: float | None = None
+    # The kind of the intra-node links (``LinkKind``); None: not stated (NCCL's NVLink model).
+    link: "LinkKind | None" = None
+    # A PCIe board whose devices hang off several CPU sockets: devices per socket, and the
+    # bandwidth [B/s] NCCL gives the link between two sockets (NVIDIA/nccl src/graph/topo.h,
+    # e.g. AMD_BW 16 GB/s, SKL_QPI_BW 10). A ring over more devices than one socket holds
+    # crosses that link once per direction (``parallel.collectives.nccl_bus_bytes_per_s``).
+    devices_per_socket: int | None = None
+    socket_bandwidth_bytes_per_s: float | None = None
 
     def __post_init__(self):
         check_float("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s,
@@ -348,6 +364,15 @@ class Interconnect:
                     allow_none=True)
         if not isinstance(self.topology, Topology):
             raise ConfigError(f"interconnect.topology must be a Topology, got {self.topology!r}")
+        if self.link is not None and not isinstance(self.link, LinkKind):
+            raise ConfigError(f"interconnect.link must be a LinkKind, got {self.link!r}")
+        check_float("bandwidth_bytes_per_s", self.socket_bandwidth_bytes_per_s,
+                    "interconnect.socket_bandwidth [B/s]", allow_none=True)
+        if (self.devices_per_socket is None) != (self.socket_bandwidth_bytes_per_s is None):
+            raise ConfigError("interconnect.devices_per_socket and interconnect."
+                              "socket_bandwidth go together (a board over several sockets)")
+        if self.devices_per_socket is not None:
+            _check_devices(self.devices_per_socket)
 
     def group_bandwidth_bytes_per_s(self, n: int) -> float:
         """Unidirectional link bandwidth [B/s] a device can use in a collective among ``n``

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import ConfigError, did_you_mean, short
 from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, MAX_STREAM_BYTES_PER_CU_CYCLE,
                        STREAM_FIELDS, Architecture, Efficiency, Hardware, HardwareClass, Interconnect,
-                       MemoryTier, MemoryType, Topology)
+                       LinkKind, MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .safeio import read_toml_file
 from .units import (BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MIB, FLOPS_PER_TFLOP, J_PER_PJ,
@@ -46,7 +46,8 @@ _CLASS_KEPT = ("act_quant_kernels", "quant_compute") + STREAM_FIELDS
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node",
-                     "peer_bandwidth_GBps")
+                     "peer_bandwidth_GBps", "link", "devices_per_socket",
+                     "socket_bandwidth_GBps")
 
 # The main memory's capacity, in exactly one of these units (key -> bytes per unit): decimal GB
 # (1e9 B, a spec sheet's figure) or the binary units a driver reports (nvidia-smi: MiB = 2^20 B;
@@ -266,6 +267,12 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
     inter_lat = _number(table, "inter_node_latency_us", origin, p + "inter_node_latency_us")
     peer_bw = _number(table, "peer_bandwidth_GBps", origin, p + "peer_bandwidth_GBps",
                       positive=True)
+    per_socket = _integer(table, "devices_per_socket", origin, p + "devices_per_socket")
+    socket_bw = _number(table, "socket_bandwidth_GBps", origin, p + "socket_bandwidth_GBps",
+                        positive=True)
+    if (per_socket is None) != (socket_bw is None):
+        raise _fail(origin, f"'{p}devices_per_socket' and '{p}socket_bandwidth_GBps' go "
+                            f"together (a PCIe board over several CPU sockets)")
     if per_node is not None and devices % per_node:
         raise _fail(origin, f"'{p}devices' ({devices}) must be a multiple of "
                             f"'{p}devices_per_node' ({per_node})")
@@ -287,7 +294,10 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
         inter_node_bandwidth_bytes_per_s=_scaled(inter_bw, BYTES_PER_GB),
         inter_node_latency_s=_scaled(inter_lat, S_PER_US),
         devices_per_node=per_node,
-        peer_bandwidth_bytes_per_s=_scaled(peer_bw, BYTES_PER_GB))
+        peer_bandwidth_bytes_per_s=_scaled(peer_bw, BYTES_PER_GB),
+        link=_choice(table, "link", LinkKind, origin, p + "link", required=False),
+        devices_per_socket=per_socket,
+        socket_bandwidth_bytes_per_s=_scaled(socket_bw, BYTES_PER_GB))
 
 
 def _capacity(data: dict, origin: str) -> float:
@@ -476,6 +486,11 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         if ic.devices_per_node is not None:
             link["devices_per_node"] = ic.devices_per_node
         _put(link, "peer_bandwidth_GBps", ic.peer_bandwidth_bytes_per_s, BYTES_PER_GB)
+        if ic.link is not None:
+            link["link"] = ic.link.value
+        if ic.devices_per_socket is not None:
+            link["devices_per_socket"] = ic.devices_per_socket
+        _put(link, "socket_bandwidth_GBps", ic.socket_bandwidth_bytes_per_s, BYTES_PER_GB)
         out["interconnect"] = link
     return out
 

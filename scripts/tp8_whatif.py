@@ -47,6 +47,7 @@ from llmpara_core.serving.requests import RequestSpec  # noqa: E402
 # variant name -> {module attribute of serving.cost / parallel.collectives: value}; the
 # attributes are switches the cost reads when it is built or evaluated
 _C = "llmpara_core.serving.cost"
+_P = "llmpara_core.parallel.collectives"
 VARIANTS: dict[str, dict] = {
     "base": {},
     # issue hypothesis 9: the token count of a routed expert's GEMM rate
@@ -72,6 +73,13 @@ VARIANTS: dict[str, dict] = {
     # TensorRT-LLM's AUTO all-reduce (custom ONESHOT / TWOSHOT kernels, NCCL above)
     "ar-auto": {f"{_C}:TRTLLM_ALLREDUCE": "auto"},
     "ar-auto-twoshot": {f"{_C}:TRTLLM_ALLREDUCE": "auto-twoshot"},
+    # PCIe boards (issue 31): NCCL's NVLink model on PCIe (the model before the PCI path), the
+    # PCI path without the bound of rings that span the host's sockets, and a sensitivity
+    # scale on a PCIe ring's bus (not a fit)
+    "pcie-as-nvlink": {f"{_P}:NCCL_PCIE_PATH": False},
+    "pcie-no-socket": {f"{_P}:NCCL_SOCKET_BOUND": False},
+    "pcie-bus0.5": {f"{_P}:PCIE_BUS_SCALE": 0.5},
+    "pcie-bus0.25": {f"{_P}:PCIE_BUS_SCALE": 0.25},
 }
 
 

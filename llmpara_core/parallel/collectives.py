@@ -42,30 +42,89 @@ NCCL_NVLINK_SHARE = {"ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0, "blackwell": 
 NCCL_NVLINK_SHARE_DEFAULT = 20.0 / 25.0
 
 
+# NCCL on PCIe (NVIDIA/nccl@b6475625 src/graph/tuning.cc, ncclTopoTuneModel): a ring whose
+# intra-node path is not NVLink (graph typeIntra != LINK_NVL) takes hwLat's PCI row, 1.0 / 2.5 /
+# 5.7 us per step for LL / LL128 / Simple (NVLink 0.6 / 1.9 / 3.4), with the same baseLat; and
+# LL128 is enabled by default only where typeIntra <= PATH_NVB ("Enable LL128 by default only on
+# Volta/Ampere/Hopper+NVLink"), so a PCIe ring runs LL or Simple. LL's cap llMaxBw is indexed by
+# the GPU's compute capability on one node (87.7 GB/s from Ampere on), as on NVLink.
+NCCL_RING_PCI_STEP_S = (1.0e-6, 2.5e-6, 5.7e-6)
+# NCCL's bandwidth of a PCIe link (NVIDIA/nccl@b6475625 src/graph/topo.cc, ncclTopoAddPci:
+# link_width x kvDictPciGen(link_speed) / 80 GB/s, "16 GT/s" -> 120: a Gen4 x16 link is 24 GB/s,
+# Gen3 x16 12 (topo.h PCI_BW 12.0 "PCI Gen3 x16"), Gen5 x16 48) over the link's unidirectional
+# peak after 128b/130b encoding (Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s): the
+# share of a PCIe link's peak NCCL's rings are modelled at (all three generations: 0.76).
+NCCL_PCIE_SHARE = 24.0 / 31.5
+# A PCIe ring over more devices than one CPU socket holds (``Interconnect.devices_per_socket``)
+# crosses the link between the sockets once per direction, so every channel's bandwidth adds up
+# on it: NCCL's search (NVIDIA/nccl@b6475625 src/graph/search.cc, ncclTopoCompute) tries ring
+# bandwidths from speedArrayIntra (sm90SpeedArrayIntra from Hopper on) downwards and keeps the
+# channels that fit, so such a ring runs one channel at the largest speed at most the socket
+# link's NCCL bandwidth (``Interconnect.socket_bandwidth_bytes_per_s``; 16 GB/s -> 15).
+NCCL_SPEED_ARRAY_INTRA_GBPS = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0,
+                               3.0)
+NCCL_SM90_SPEED_ARRAY_INTRA_GBPS = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)
+# What-if switches (scripts/pcie_allreduce_whatif.py; the shipped values leave them on / at 1):
+# NCCL_SOCKET_BOUND: False = no bound from the socket link.
+NCCL_SOCKET_BOUND = True
+# NCCL_PCIE_PATH: False = time PCIe rings as NVLink ones (the model before the PCI path).
+NCCL_PCIE_PATH = True
+# PCIE_BUS_SCALE: a sensitivity scale on a PCIe ring's bus bandwidth (what-if only, not a fit).
+PCIE_BUS_SCALE = 1.0
+
+
+def link_is_pcie(hardware) -> bool:
+    """True if the device's intra-node links are PCIe (``Interconnect.link``)."""
+    ic = hardware.interconnect
+    return NCCL_PCIE_PATH and ic is not None and getattr(ic.link, "value", ic.link) == "pcie"
+
+
 def nccl_bus_bytes_per_s(hardware, devices: int | None = None) -> float:
-    """The bus bandwidth [B/s] NCCL's model gives a device's NVLink rings: its unidirectional
-    link peak x ``NCCL_NVLINK_SHARE`` of its architecture. ``devices``: the group's size, on a
-    board of direct links (``Interconnect.peer_bandwidth_bytes_per_s``) only the links to its
-    peers in the group carry its rings."""
+    """The bus bandwidth [B/s] NCCL's model gives a device's rings: on NVLink (or an unstated
+    link) its unidirectional link peak x ``NCCL_NVLINK_SHARE`` of its architecture; on PCIe
+    (``Interconnect.link``) the link peak x ``NCCL_PCIE_SHARE``. ``devices``: the group's size,
+    on a board of direct links (``Interconnect.peer_bandwidth_bytes_per_s``) only the links to
+    its peers in the group carry its rings."""
     ic = hardware.interconnect
     if ic is None:
         return 0.0
-    arch = getattr(hardware.architecture, "value", hardware.architecture)
     bw = ic.bandwidth_bytes_per_s if devices is None else ic.group_bandwidth_bytes_per_s(devices)
+    arch = getattr(hardware.architecture, "value", hardware.architecture)
+    if link_is_pcie(hardware):
+        bus = bw * NCCL_PCIE_SHARE
+        per_socket = ic.devices_per_socket
+        if (NCCL_SOCKET_BOUND and per_socket is not None and devices is not None
+                and devices > per_socket):
+            bus = min(bus, nccl_socket_ring_bytes_per_s(ic.socket_bandwidth_bytes_per_s, arch))
+        return bus * PCIE_BUS_SCALE
     return bw * NCCL_NVLINK_SHARE.get(arch, NCCL_NVLINK_SHARE_DEFAULT)
 
 
-def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float):
+def nccl_socket_ring_bytes_per_s(socket_bytes_per_s: float, arch: str) -> float:
+    """The bus bandwidth [B/s] of an NCCL ring that crosses a CPU socket link of
+    ``socket_bytes_per_s`` (NCCL's bandwidth of it): one channel at the largest speed of NCCL's
+    intra-node speed array (the sm90 one for Hopper and later) that fits on the link."""
+    speeds = (NCCL_SM90_SPEED_ARRAY_INTRA_GBPS if arch in ("hopper", "blackwell")
+              else NCCL_SPEED_ARRAY_INTRA_GBPS)
+    gbps = socket_bytes_per_s / 1e9
+    return 1e9 * max((s for s in speeds if s <= gbps), default=min(speeds))
+
+
+def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float, pcie: bool = False):
     """Time [s] of an all-reduce of ``message_bytes`` (float or array) among ``n`` devices of
-    one NVLink node by NCCL's tuning model (the fastest of LL, LL128 and Simple rings) at bus
-    bandwidth ``bus_bytes_per_s`` per device. 0 for one device."""
+    one node by NCCL's tuning model (the fastest of its enabled ring protocols: LL, LL128 and
+    Simple on NVLink; LL and Simple at the PCI step latencies where ``pcie``) at bus bandwidth
+    ``bus_bytes_per_s`` per device. 0 for one device."""
     import numpy as np
     if n <= 1:
         return 0.0 * np.asarray(message_bytes, dtype=float)
     steps = 2 * (n - 1)
     m = np.asarray(message_bytes, dtype=float)
     best = None
-    for base, hop, share in zip(NCCL_RING_BASE_LAT_S, NCCL_RING_NVLINK_STEP_S, NCCL_BUS_SHARE):
+    hops = NCCL_RING_PCI_STEP_S if pcie else NCCL_RING_NVLINK_STEP_S
+    for p, (base, hop, share) in enumerate(zip(NCCL_RING_BASE_LAT_S, hops, NCCL_BUS_SHARE)):
+        if pcie and p == 1:                 # LL128: NVLink only
+            continue
         bus = bus_bytes_per_s * share
         if share == 0.25:
             bus = min(bus, NCCL_LL_MAX_BUS_BYTES_PER_S)
@@ -89,15 +148,20 @@ TRTLLM_AR_ONESHOT_BELOW_BYTES = {2: 16e6, 4: 1e6, 8: 500e3}
 
 
 def trtllm_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float, link_bytes_per_s: float,
-                        sync_s: float, twoshot: bool = False):
+                        sync_s: float, twoshot: bool = False, pcie: bool = False):
     """Time [s] of TensorRT-LLM's AUTO all-reduce of ``message_bytes`` (array) among ``n``
     devices of one NVLink node: ONESHOT (sync + (n - 1) M / link) below its threshold, TWOSHOT
     (2 syncs + 2 (n - 1) / n M / link) up to the workspace where ``twoshot`` (releases 0.10 /
-    0.11), else NCCL's ring model (``nccl_ring_all_reduce_s``)."""
+    0.11), else NCCL's ring model (``nccl_ring_all_reduce_s``). ``pcie``: NCCL for every message
+    (AUTO runs the custom kernels only on NVLink: ``selectImplementation`` returns NCCL when
+    ``!mIsNVLINKSupported``, github NVIDIA/TensorRT-LLM@005b299b cpp/tensorrt_llm/plugins/
+    ncclPlugin/allreducePlugin.cpp)."""
     import numpy as np
     m = np.asarray(message_bytes, dtype=float)
     if n <= 1:
         return 0.0 * m
+    if pcie:
+        return nccl_ring_all_reduce_s(n, m, bus_bytes_per_s, pcie=True)
     key = 2 if n <= 2 else (4 if n <= 4 else 8)
     ws, one = TRTLLM_AR_WORKSPACE_BYTES[key], TRTLLM_AR_ONESHOT_BELOW_BYTES[key]
     nccl = nccl_ring_all_reduce_s(n, m, bus_bytes_per_s)

@@ -38,7 +38,8 @@ from ..hardware import Efficiency, Hardware, HardwareClass
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
 from ..operators import OpKind, causal_pairs, keys_touched
-from ..parallel.collectives import Collective, Net, nccl_bus_bytes_per_s, nccl_ring_all_reduce_s
+from ..parallel.collectives import (Collective, Net, link_is_pcie, nccl_bus_bytes_per_s,
+                                    nccl_ring_all_reduce_s)
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import DType, Precision
@@ -192,6 +193,7 @@ class IterationCost:
         # NCCL's bus bandwidth per stage's all-reduce group (direct-link boards: the group's
         # links only, ``Interconnect.group_bandwidth_bytes_per_s``)
         self._bus = tuple(nccl_bus_bytes_per_s(hw, st.ar_devices) for st in self.stages)
+        self._pcie = link_is_pcie(hw)          # NCCL's PCI latencies, no LL128 (collectives)
         self._tc = tuple(self._tensor_work(st) for st in self.stages)
         self._no_comm = tuple(not st.ar_count and not st.comm.any() for st in self.stages)
         # a device run at another power limit than its preset's TDP (e.g. NVIDIA's 1000 W
@@ -420,10 +422,10 @@ class IterationCost:
                 st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus[i],
                 self.hardware.interconnect.group_bandwidth_bytes_per_s(st.ar_devices),
                 COLLECTIVE_SYNC_S,
-                twoshot=TRTLLM_ALLREDUCE == "auto-twoshot")
+                twoshot=TRTLLM_ALLREDUCE == "auto-twoshot", pcie=self._pcie)
         elif st.ar_count:
             comm = comm + st.ar_count * nccl_ring_all_reduce_s(
-                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus[i])
+                st.ar_devices, st.ar_bytes_per_token * F[:, 1], self._bus[i], self._pcie)
         return comp, F @ self._tc[i], comm
 
     def time_one_s(self, f: np.ndarray, n_seqs: int) -> float:

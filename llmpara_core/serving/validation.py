@@ -8,7 +8,8 @@ FP8 weights, GEMMs and KV cache, as the docs up to v0.17 state) and TP over the 
 cluster preset, and the row's TensorRT-LLM release (``framework_version``) at its
 release range's factor on the compute time (``stack_version``). TP > 1 rows run on their
 node's cluster preset (``CLUSTERS``: NVSwitch for H100 and A100 SXM4, PCIe Gen4 for A100 PCIe
-and L40S); A100 PCIe TP 2 is left out (``UNMAPPED_TP``). Fitted on these rows: the FP8
+and L40S, whose all-reduces take NCCL's PCIe path: ``parallel.collectives``, eight GPUs over two
+CPU sockets); A100 PCIe TP 2 is left out (``UNMAPPED_TP``). Fitted on these rows: the FP8
 power wall's duty (``cost.TENSOR_DUTY``) and the release factors; ``llmpara validate --regime
 serving-maxload --loo`` refits both without each GPU.
 """

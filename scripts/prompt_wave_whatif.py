@@ -51,6 +51,17 @@ prompt rows: consumer 66 rows (44 single-device, 22 layer-split), datacenter 18 
 | tiles 128x128, cuBLAS builds only (``--cublas-only``) | 14.5 % | 11.8 / 19.7 % | 19.8 % | 7.3 / 42.7 % |
 | pipeline only (``--off --pipeline``) | 18.0 % | 12.4 / 33.9 % | 26.3 % | 25.3 / 48.6 % |
 | cuBLAS tiles + pipeline (``--cublas-only --pipeline``) | 13.4 % | 11.8 / 25.7 % | **13.0 %** | 7.3 / 21.9 % |
+| the same with 256x128 tiles (``--tile 256x128``; 128x256 gives the same) | **10.9 %** | 9.2 / 16.7 % | **13.9 %** | 6.1 / 21.4 % |
+
+The tile is the rule's one free choice, and the figures depend on it: 128x128 was tried first,
+256x128 second (the two orientations tile a 512-row GEMM whose width is a multiple of 256 into
+the same N / 64 tiles). With 256x128 the A100 PCIe's six single-GPU rows held out land within
+-7..+3 %, the consumer single-GPU rows go 12.4 -> 9.2 % (RTX 4090 Q4_K_M +24 / +29 -> -10 / +1 %,
+RTX 5000 Ada +29..+45 -> +4..+27 %), but the rows the rule leaves alone move with the refitted
+class fraction: the 2025 MMQ Q4_0 rows of an RTX 4090 / RTX PRO 6000 / the AMD cards 0..+13 ->
++14..+36 % (the RTX 3090 / 50-series ones -25..-10 -> -10..+9 %). Choosing the tile on these
+held-out rows would be tuning: a core rule should take it from the kernels (cuBLAS's heuristics
+pick per shape and GPU).
 
 With both, the A100 PCIe's single-GPU rows held out go from +11..+40 % to -1..+15 %, the 16-bit
 layer splits (8B and 70B F16 on 2-8 GPUs) from -11..-50 % to -13..+19 %, but the quantised

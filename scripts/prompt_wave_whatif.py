@@ -58,8 +58,8 @@ The tile is the rule's one free choice, and the figures depend on it: 128x128 wa
 the same N / 64 tiles). With 256x128 the A100 PCIe's six single-GPU rows held out land within
 -7..+3 %, the consumer single-GPU rows go 12.4 -> 9.2 % (RTX 4090 Q4_K_M +24 / +29 -> -10 / +1 %,
 RTX 5000 Ada +29..+45 -> +4..+27 %), but the rows the rule leaves alone move with the refitted
-class fraction: the 2025 MMQ Q4_0 rows of an RTX 4090 / RTX PRO 6000 / the AMD cards 0..+13 ->
-+14..+36 % (the RTX 3090 / 50-series ones -25..-10 -> -10..+9 %). Choosing the tile on these
+class fraction: the 2025 MMQ Q4_0 rows of an RTX 4090 / RTX PRO 6000 / the AMD cards -5..+13 ->
++14..+36 % (the RTX 3090 / 50-series ones -25..-10 -> -11..+9 %). Choosing the tile on these
 held-out rows would be tuning: a core rule should take it from the kernels (cuBLAS's heuristics
 pick per shape and GPU).
 

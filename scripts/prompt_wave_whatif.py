@@ -4,6 +4,7 @@
     python scripts/prompt_wave_whatif.py --cublas-only --pipeline --out /tmp/wp.csv
     python scripts/prompt_wave_whatif.py --tile 256x128 --tile 128x128      # least wasteful tile
     python scripts/prompt_wave_whatif.py --from /tmp/wp.csv --against /tmp/base.csv
+    python scripts/prompt_wave_whatif.py --cublas-only --pipeline --tile 256x128 --decode
 
 **Tile and wave quantisation** (``--tile``, default 128x128). A GEMM of M x N outputs runs
 ceil(M / tm) x ceil(N / tn) output tiles, one per SM at a time, in ceil(tiles / SMs) waves;
@@ -62,6 +63,10 @@ class fraction: the 2025 MMQ Q4_0 rows of an RTX 4090 / RTX PRO 6000 / the AMD c
 +14..+36 % (the RTX 3090 / 50-series ones -25..-10 -> -11..+9 %). Choosing the tile on these
 held-out rows would be tuning: a core rule should take it from the kernels (cuBLAS's heuristics
 pick per shape and GPU).
+
+The class refit moves the batch-1 values little (``--decode``: the same folds' llama.cpp
+batch-1 decode rows, the stacks not refitted): consumer GPUs 4.1 -> 4.0 % (94 rows), the
+A100s' llama.cpp decode rows 6.6 -> 6.3 % (26 rows), shipped vs 256x128 tiles + pipeline.
 
 With both, the A100 PCIe's single-GPU rows held out go from +11..+40 % to -1..+15 %, the 16-bit
 layer splits (8B and 70B F16 on 2-8 GPUs) from -11..-50 % to -13..+19 %, but the quantised
@@ -178,7 +183,11 @@ def pipeline_speedup(row) -> float:
     return n / (1.0 + (n - 1) / pp)
 
 
-def run(tiles, devices, cublas_only: bool = False, pipeline: bool = False) -> list[dict]:
+def run(tiles, devices, cublas_only: bool = False, pipeline: bool = False,
+        decode: bool = False) -> list[dict]:
+    """Per-row held-out predictions of the GPU devices' llama.cpp prompt rows (and, with
+    ``decode``, of the same folds' llama.cpp batch-1 decode rows: the class refit moves their
+    values too; their ``prompt`` is 0)."""
     measured, skipped = validation.read_shipped()
     mapped, _ = validation.map_all(measured, skipped)
     if tiles:
@@ -191,6 +200,10 @@ def run(tiles, devices, cublas_only: bool = False, pipeline: bool = False) -> li
     out, t0 = [], time.time()
     for key in sorted({validation.device_key(r.hardware) for r in prompt}, key=str):
         test = [r for r in prompt if validation.device_key(r.hardware) == key]
+        if decode:
+            test += [r for r in mapped if validation.device_key(r.hardware) == key
+                     and validation.regime(r) == "batch-1"
+                     and validation.row_stack(r) == fitting.REFERENCE_FRAMEWORK]
         train = [r for r in mapped if validation.device_key(r.hardware) != key]
         table = fitting.fit_table(train, base, frameworks=False)
         for r in test:
@@ -204,14 +217,15 @@ def run(tiles, devices, cublas_only: bool = False, pipeline: bool = False) -> li
                     # the GEMMs' share of the prompt time grows by their mean 1 / quantisation
                     w, share = flops_weighted(r, tiles)
                     pred = pred / (1.0 + share * (w - 1.0))
-                if pipeline:
+                if pipeline and r.measurement.metric != "decode_tok_s":
                     pred = pred * pipeline_speedup(r)
             m = r.measurement
             out.append({"row_id": m.row_id, "device": r.hardware.slug,
                         "cls": fitting.kernel_class(r.hardware.hw_class,
                                                     r.hardware.architecture).value,
                         "devices": r.devices, "quant": m.quant,
-                        "prompt": r.workload.prompt_len, "measured": m.value,
+                        "prompt": (0 if m.metric == "decode_tok_s" else r.workload.prompt_len),
+                        "measured": m.value,
                         "predicted": pred, "error": pred / m.value - 1.0, "wave": w})
         print(f"{test[0].hardware.slug}: {time.time() - t0:.0f} s", flush=True)
     return out
@@ -232,7 +246,15 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> None:
-    """Median |error| and signed median by class, and by single- / multi-device rows."""
+    """Median |error| and signed median by class, and by single- / multi-device rows (prompt
+    rows; decode rows, written with ``--decode``, apart)."""
+    dec = [r for r in rows if int(r["prompt"]) == 0]
+    rows = [r for r in rows if int(r["prompt"]) > 0]
+    for cls in GPU:
+        errs = [float(r["error"]) for r in dec if r["cls"] == cls]
+        if errs:
+            print(f"batch-1 decode, {cls}: {len(errs)} rows, median |error| "
+                  f"{statistics.median(abs(e) for e in errs):.1%}")
     for cls in GPU + (None,):
         for part, keep in (("", lambda r: True),
                            (", single device", lambda r: int(r["devices"]) == 1),
@@ -259,6 +281,8 @@ def main(argv=None) -> int:
                     help="only rows of builds that ran their prompt matmuls on cuBLAS")
     ap.add_argument("--pipeline", action="store_true",
                     help="layer-split prompts pipeline their micro-batches over the devices")
+    ap.add_argument("--decode", action="store_true",
+                    help="also the same folds' llama.cpp batch-1 decode rows (prompt 0)")
     ap.add_argument("--device", action="append", help="hold out only these presets")
     ap.add_argument("--out", type=Path, help="write the per-row CSV here")
     ap.add_argument("--from", dest="src", type=Path, help="summarise a CSV written by --out")
@@ -277,7 +301,7 @@ def main(argv=None) -> int:
     tiles = None if args.off else tuple(args.tile or [(128, 128)])
     if tiles and len(tiles) == 1:
         tiles = tiles[0]
-    rows = run(tiles, args.device, args.cublas_only, args.pipeline)
+    rows = run(tiles, args.device, args.cublas_only, args.pipeline, args.decode)
     if args.out:
         with args.out.open("w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=COLUMNS)

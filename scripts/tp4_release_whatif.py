@@ -40,6 +40,13 @@ Measured on main e007240 (NVLink PCIe path and 16-bit activations merged), 1,794
   on the grid inside each fold, with duty and release factors): in sample k 1.5, 7.9 % (signed
   -2.0 %; TP 7.9 / 6.2 / 6.9 / 11.5 %); **held out 9.6 %, signed -3.7 %, TP 9.8 / 8.0 / 8.5 /
   11.5 %** (k 1.3 to 1.5 by fold) against 9.9 %, +0.6 %, 8.2 / 7.4 / 13.1 / 11.3 % without it.
+  One k shared by 0.11-0.12 and 0.13-0.14 dense (``--group 0.11-0.12:dense,0.13-0.14:dense``):
+  in sample k 1.4, 8.0 %; held out 9.5 %, signed -3.6 %, TP 9.7 / 8.4 / 8.4 / 12.0 %.
+* KV-limited or not: the NVLink TP4 rows whose KV cache holds fewer sequences than the engine's
+  max batch (ISL + OSL reserved each) are +9.6 % in 0.13-0.14 (167 rows) and +20.6 % in
+  0.11-0.12 (23) but +2.2 % in 0.15-0.17 (56) and -5.7 % in 0.18-0.21 (19); the few that are not
+  KV-limited (short 128 / 128 rows) are -9 to -17 % in every release. The KV-limited rows are
+  the optimistic ones only in the releases above.
 * On the PCIe GPUs (A100 PCIe, L40S) TP4 is optimistic in every release (+18.7 to +26.9 %
   dense) while TP8 is not (-6.1 to +8.0 %): a PCIe topology effect at TP4, not a release one.
 
@@ -115,11 +122,12 @@ def _fit_fold(by_k, keep):
     return best
 
 
-def comm_fit(pairs, parts_by_key, group) -> None:
-    by_k = {k: records(pairs, parts_by_key, {group: k}) for k in K_GRID}
+def comm_fit(pairs, parts_by_key, groups) -> None:
+    """The what-if with one factor k shared by the (range, family) ``groups``."""
+    by_k = {k: records(pairs, parts_by_key, {g: k for g in groups}) for k in K_GRID}
     k, duty, table, s = _fit_fold(by_k, lambda r: True)
     ins = stack_version.errors(by_k[k], duty, table)
-    print(f"comm factor on {group}: in sample k {k:g} (duty {duty:g}): {T.summary(ins)}")
+    print(f"comm factor on {', '.join(map(str, groups))}: in sample k {k:g} (duty {duty:g}): {T.summary(ins)}")
     held, chosen = [], {}
     for g in sorted({r.hardware for r, _ in by_k[1.0]}):
         kg, dg, tg, _ = _fit_fold(by_k, lambda r, g=g: r.hardware != g)
@@ -135,10 +143,12 @@ def main() -> int:
     ap.add_argument("--by-release", action="store_true")
     ap.add_argument("--comm-fit", action="store_true")
     ap.add_argument("--group", default="0.13-0.14:dense",
-                    help="RANGE:FAMILY whose collectives --comm-fit scales")
+                    help="RANGE:FAMILY[,RANGE:FAMILY...] whose collectives --comm-fit scales "
+                         "(one factor for all)")
     a = ap.parse_args()
-    rng, _, fam = a.group.partition(":")
-    if rng not in stack_version.versions() or fam not in stack_version.FAMILIES:
+    groups = [tuple(g.strip().partition(":")[::2]) for g in a.group.split(",")]
+    if any(r not in stack_version.versions() or f not in stack_version.FAMILIES
+           for r, f in groups):
         print(f"--group must be RANGE:FAMILY with RANGE in {', '.join(stack_version.versions())}"
               f" and FAMILY in {', '.join(stack_version.FAMILIES)}", file=sys.stderr)
         return 2
@@ -152,7 +162,7 @@ def main() -> int:
     if a.by_release:
         by_release(records(pairs, parts_by_key, {}))
     if a.comm_fit:
-        comm_fit(pairs, parts_by_key, (rng, fam))
+        comm_fit(pairs, parts_by_key, groups)
     return 0
 
 

@@ -370,17 +370,37 @@ def _stage_passes(ctx: _Ctx, memory: bool = True) -> list[_StagePass]:
     return [_stage_pass(ctx, s, lo, hi, memory) for s in range(len(ctx.stage_models))]
 
 
+# Off: a layer split's prompt runs its micro-batches one after another through the stages (the
+# model before issue 27's pipeline rule).
+PROMPT_PIPELINE = True
+
+
+def prompt_chunks(ctx: _Ctx) -> int:
+    """Micro-batches a pipeline stage's prompt pass is split into and pipelined over the
+    stages: a stack that runs a pass in micro-batches of ``Efficiency.prompt_ubatch_tokens``
+    tokens (llama.cpp's n_ubatch) sends each to the next stage when it is done, so the stages
+    work on different micro-batches at once (github ggml-org/llama.cpp PR #6017, 2024-03,
+    "llama : add pipeline parallelism support": n micro-batches over PP even stages take
+    1 + (n - 1) / PP micro-batch passes, not n). 1 without a layer split or micro-batches."""
+    ub = ctx.hardware.effective_efficiency.prompt_ubatch_tokens
+    if not PROMPT_PIPELINE or len(ctx.stage_models) <= 1 or ub <= 0:
+        return 1
+    return max(1, math.ceil(ctx.layout.microbatch * max(1, ctx.workload.prompt_len) / ub))
+
+
 def _shard_timings(ctx: _Ctx, passes: list[_StagePass]) -> tuple[dict, dict]:
     """{estimated?: Timing} (the per-pass node step included) and {estimated?: (prefill,
-    decode step) [s]} of the pipeline alone."""
+    decode step) [s]} of the pipeline alone. A stage's prompt pass of ``prompt_chunks``
+    micro-batches is pipelined as that many passes of 1 / chunks its time each."""
     wl, m, ov = ctx.workload, ctx.layout.microbatches, ctx.layout.plan.overlap
     steps = _decode_range(wl)[0]
     pre_t, dec_t = [p.prefill_times for p in passes], [p.decode_times for p in passes]
     timings, phase_s = {}, {}
     node_s = _node_step_s(ctx)
+    n = prompt_chunks(ctx)
     for est in (False, True):
         extra = node_s if est else 0.0
-        pre = _pipeline([_stage_time(t, ov, est) for t in pre_t], m, decode=False)
+        pre = _pipeline([_stage_time(t, ov, est) / n for t in pre_t], m * n, decode=False)
         dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True)
         timings[est] = _timing(wl, pre + (extra if wl.prompt_len else 0.0), dec + extra, steps)
         phase_s[est] = (pre, dec)

@@ -1,5 +1,11 @@
 """What-if: tile and wave quantisation of llama.cpp's prompt GEMMs, and the layer split's prompt pipeline.
 
+Now in the core (issue 27: ``roofline.wave_flops_factor`` with the CUTLASS tile of
+``roofline.GEMM_TILE_BY_ARCHITECTURE``, for rows of ``measurements.tiled_prompt_gemms``
+builds; ``parallel.evaluation.prompt_chunks``); this script switches both off and re-applies
+its own variants on the table's class fit, as measured below (its ``--off`` is the model
+before them, the refitted table aside).
+
     python scripts/prompt_wave_whatif.py --off --out /tmp/base.csv          # the shipped model
     python scripts/prompt_wave_whatif.py --cublas-only --pipeline --out /tmp/wp.csv
     python scripts/prompt_wave_whatif.py --tile 256x128 --tile 128x128      # least wasteful tile
@@ -188,6 +194,13 @@ def run(tiles, devices, cublas_only: bool = False, pipeline: bool = False,
     """Per-row held-out predictions of the GPU devices' llama.cpp prompt rows (and, with
     ``decode``, of the same folds' llama.cpp batch-1 decode rows: the class refit moves their
     values too; their ``prompt`` is 0)."""
+    # the core's own rules (issue 27: measurements.PROMPT_GEMM_WAVES, evaluation.
+    # PROMPT_PIPELINE) off, so the variants here start from the model they were measured on
+    validation.PROMPT_GEMM_WAVES = False
+    from llmpara_core.parallel import evaluation
+    evaluation.PROMPT_PIPELINE = False
+    evaluation._shard_cached.cache_clear()
+    fastpath.features.cache_clear()
     measured, skipped = validation.read_shipped()
     mapped, _ = validation.map_all(measured, skipped)
     if tiles:

@@ -286,8 +286,9 @@ def _pipeline(times: list[float], m: int, decode: bool) -> float:
 
 
 def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: float,
-               ctx: _Ctx, node_s: float = 0.0) -> TimeBreakdown:
-    """Estimated split of the latency path (every stage once) plus pipeline wait. Overhead
+               ctx: _Ctx, node_s: float = 0.0, chunks: int = 1) -> TimeBreakdown:
+    """Estimated split of the latency path (every stage once; a prompt pipelined in
+    ``chunks`` micro-batches: every stage once for one of them) plus pipeline wait. Overhead
     holds the kernel launches and the stack's per-pass cost (step and per-sequence overhead:
     the stage's time beyond its operator rows)."""
     ov = ctx.layout.plan.overlap
@@ -310,8 +311,9 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
                 mem += rest
         overhead += t.comp_est - rows_s
         comm += t.comm_est - min(ov * t.comm_est, t.comp_est)
-    path = sum(_stage_time(t, ov, True) for t in times)
-    return TimeBreakdown(comp, mem, overhead, comm + node_s, max(0.0, phase_s - path))
+    path = sum(_stage_time(t, ov, True) for t in times) / chunks
+    return TimeBreakdown(comp / chunks, mem / chunks, overhead / chunks, comm / chunks + node_s,
+                         max(0.0, phase_s - path))
 
 
 def _bubble(times: list[float], m: int, phase_s: float) -> float:
@@ -427,7 +429,7 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     return ShardReport(
         model, hardware, precision, workload, lay, tuple(mem), pre_ph, dec_ph,
         tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
-        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre), _breakdown(dec_ph, dec_t, dec_e, ctx,
+        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre, prompt_chunks(ctx)), _breakdown(dec_ph, dec_t, dec_e, ctx,
                                                                    node_s),
         _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
         _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),

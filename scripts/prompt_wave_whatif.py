@@ -79,10 +79,11 @@ layer splits (8B and 70B F16 on 2-8 GPUs) from -11..-50 % to -13..+19 %, but the
 layer splits overshoot: 70B Q4_K_M on 2-8 GPUs +24..+145 % (none of them gains the pipeline's
 speed-up: the SXM4 box's four GPUs prefill it at 0.57-0.68x one GPU's rate at pp512 / 1024),
 8B Q4_K_M +5..+40 % (the unsteady A100 SXM4 8B F16 row D0481 aside,
-``measurements.unsteady_prefill``: its four-GPU sweep rises 627 -> 1,612 tokens/s as well). Not in the shipped model: it needs the GEMM's output columns per operator
-in the core (``Operator``), the rule in ``roofline`` / ``fastpath`` / the layer split's prompt
-micro-batches in ``parallel.evaluation``, the whole refit, and an account of why quantised
-layer splits do not pipeline.
+``measurements.unsteady_prefill``: its four-GPU sweep rises 627 -> 1,612 tokens/s as well).
+Since built into the core with the cited CUTLASS tile (256 tokens x 128 columns) and the
+whole refit: ``llmpara validate --loo`` prefill held out 9.0 -> 7.1 %, consumer GPUs 13.5 ->
+12.3 %, datacenter 25.0 -> 9.8 % (README, "What limits prefill"). Why quantised layer splits
+do not pipeline is still open.
 """
 
 from __future__ import annotations

@@ -269,7 +269,8 @@ def _devices(m: Measurement, hw: Hardware, framework: str | None
     if "tensor" in par:
         return hw, n, 1, (f"{note}, tensor parallel",)
     if "layer" in par or "pipeline" in par:
-        return hw, 1, n, (f"{note}, layer split (pipeline stages run one after another)",)
+        return hw, 1, n, (f"{note}, layer split (one sequence: decode passes the stages in turn, "
+                           "a prompt's micro-batches pipeline over them)",)
     raise ConfigError(f"parallelism {m.parallelism!r} across {n} devices is not modelled")
 
 

@@ -20,7 +20,8 @@ from .model import Model, ParamCounts, count_params
 from .operators import MemoryTraffic, OpKind, Operator
 from .precision import DType, Precision
 from .roofline import (Rates, effective_memory_bytes, expert_flops_factor, is_expert_gemm,
-                       launches, op_time_s, quant_flops_factor, rates)
+                       launches, op_time_s, quant_flops_factor, rates,
+                       wave_flops_factor)
 from .workload import Workload
 
 _BYTE_FIELDS = ("weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
@@ -49,6 +50,7 @@ class OpRow(MemoryTraffic):
     estimated_s: float
     kv_group: float = 1.0     # query heads per KV head of its KV reads (roofline.kv_read_factor)
     quantized: bool = False   # a matmul with quantised weights (roofline.launches)
+    gemm_cols: float = 0.0    # output columns per GEMM (Operator.gemm_cols)
 
     @property
     def bound(self) -> str:
@@ -264,8 +266,9 @@ def _row(phase: str, o: Operator, ideal_r: Rates, est_r: Rates, moe=None) -> OpR
                  estimated_s=op_time_s(flops * xf, mem, launches(n, o.quantized, est_r, o.name),
                                        est_r, comm, o.kv_read_bytes * n,
                                        flops if o.kind is OpKind.ATTENTION else 0.0,
-                                       o.kv_reread_bytes * n, o.weight_bytes * n, o.quantized),
-                 kv_group=o.kv_group, quantized=o.quantized)
+                                       o.kv_reread_bytes * n, o.weight_bytes * n, o.quantized,
+                                       o.gemm_cols),
+                 kv_group=o.kv_group, quantized=o.quantized, gemm_cols=o.gemm_cols)
 
 
 def decode_segments(model: Model, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -312,7 +315,7 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
             eff_z = effective_memory_bytes(mem_z, oz.kv_read_bytes * c, est_r,
                                            oz.kv_reread_bytes * c, oz.weight_bytes * c,
                                            oz.quantized)
-            qf = quant_flops_factor(est_r, oa.quantized)
+            qf = quant_flops_factor(est_r, oa.quantized) * wave_flops_factor(est_r, oa.gemm_cols)
             if is_expert_gemm(oa.kind, oa.weight_bytes):
                 qf = qf * expert_flops_factor(est_r, moe)
             te = _sum_max_affine(oa.flops * c * qf / est_r.flops_per_s,
@@ -337,7 +340,7 @@ def integrate_decode(model: Model, precision: Precision, batch: int, lo: int, hi
     rows = tuple(
         OpRow("decode", o.name, o.kind, o.group, o.count, *(v / steps for v in vals),
               compute_s=ci / steps, memory_s=mi / steps, ideal_s=ti / steps, estimated_s=te / steps,
-              kv_group=o.kv_group, quantized=o.quantized)
+              kv_group=o.kv_group, quantized=o.quantized, gemm_cols=o.gemm_cols)
         for o, vals, ci, mi, ti, te in acc.values())
     return Phase("decode", rows), total_ideal, total_est
 

@@ -93,9 +93,9 @@ def _attention_ops(model: Model, p: Precision, kind: LayerKind, b: int, s: int, 
     tokens, h, a, wa = b * s, model.hidden_size, p.activation_bits, p.weight_attn_bits
     n, d, qd, kvd = model.num_attention_heads, model.head_size, model.q_dim, model.kv_dim
     bias = model.attention_bias
-    ops = [linear("q_proj", OpKind.QKV, tokens, h, qd, wa, a, bias),
-           linear("k_proj", OpKind.QKV, tokens, h, kvd, wa, a, bias),
-           linear("v_proj", OpKind.QKV, tokens, h, kvd, wa, a, bias)]
+    ops = [linear("q_proj", OpKind.QKV, tokens, h, qd, wa, a, bias, gemm_cols=qd),
+           linear("k_proj", OpKind.QKV, tokens, h, kvd, wa, a, bias, gemm_cols=kvd),
+           linear("v_proj", OpKind.QKV, tokens, h, kvd, wa, a, bias, gemm_cols=kvd)]
     if model.qk_norm:
         elems = tokens * (qd + kvd)
         ops.append(Operator("qk_norm", OpKind.NORM, 4.0 * elems,
@@ -115,7 +115,8 @@ def _attention_ops(model: Model, p: Precision, kind: LayerKind, b: int, s: int, 
             for o in core]                 # K/V shared by gqa_group query heads (1 = MHA)
     if model.attn_sub_norm:
         ops.append(norm("attn_sub_norm", tokens, qd, a, wa, model.norm_kind is NormKind.LAYER))
-    ops.append(linear("o_proj", OpKind.OUT_PROJ, tokens, qd, h, wa, a, model.attention_out_bias))
+    ops.append(linear("o_proj", OpKind.OUT_PROJ, tokens, qd, h, wa, a, model.attention_out_bias,
+                      gemm_cols=h))
     return ops
 
 
@@ -196,18 +197,22 @@ def _ffn_ops(model: Model, p: Precision, tokens: float, inter: int, prefix: str,
     """Dense FFN (or one expert set): gated up+gate, activation, down; or plain up, act, down."""
     h, a, wf = model.hidden_size, p.activation_bits, p.weight_ffn_bits
     act_flops = ACTIVATION_FLOPS[model.hidden_act]
+    # a dense FFN's GEMMs are tiled over the SMs (the gate and up projections as two GEMMs of
+    # ``inter`` columns each, as llama.cpp runs them); routed experts' are not timed so
+    cols = (lambda n: n) if kind is OpKind.FFN else (lambda n: 0)
     if model.ffn_kind is FFNKind.GATED:
         ops = [linear(f"{prefix}_gate_up", kind, tokens, h, 2 * inter, wf, a, bias, weight_sets,
-                      token_reads),
+                      token_reads, gemm_cols=cols(inter)),
                elementwise(f"{prefix}_act", kind, tokens * inter, act_flops + 1.0, 2, a)]
     else:
         ops = [linear(f"{prefix}_up", kind, tokens, h, inter, wf, a, bias, weight_sets,
-                      token_reads),
+                      token_reads, gemm_cols=cols(inter)),
                elementwise(f"{prefix}_act", kind, tokens * inter, act_flops, 1, a)]
     if model.ffn_sub_norm:
         ops.append(norm(f"{prefix}_sub_norm", tokens, inter, a, wf,
                         model.norm_kind is NormKind.LAYER))
-    ops.append(linear(f"{prefix}_down", kind, tokens, inter, h, wf, a, bias, weight_sets))
+    ops.append(linear(f"{prefix}_down", kind, tokens, inter, h, wf, a, bias, weight_sets,
+                      gemm_cols=cols(h)))
     return ops
 
 

@@ -196,7 +196,11 @@ class Efficiency:
     ``DEQUANT_MIN_TOKENS``); the bytes that pass moves per quantised weight byte (read the
     block, write the 16-bit copy), paid once per micro-batch of a pass with more than
     ``DEQUANT_MIN_TOKENS`` rows, at the peak bandwidth and serially to the GEMM
-    (``roofline.dequant_factor``). Set by the
+    (``roofline.dequant_factor``). ``prompt_gemm_waves``: the stack's prompt GEMMs (more
+    than ``roofline.WAVE_MIN_TOKENS`` rows) run as tiled GEMMs whose output tiles fill the SMs
+    in whole waves, the last one partly idle (cuBLAS, as llama.cpp's CUDA builds before June
+    2024 ran every prompt matmul: ``roofline.wave_flops_factor``); set per measurement row by
+    its build (``calibration.measurements.build_efficiency``). Set by the
     stack (the reference stack's class values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
@@ -222,6 +226,7 @@ class Efficiency:
     expert_half_tokens: float = 0.0
     node_step_s: float = 0.0
     quant_dequant_bytes: float = 0.0
+    prompt_gemm_waves: bool = False
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")
@@ -254,7 +259,7 @@ class Efficiency:
             raise ConfigError("efficiency.kernel_plan must be ((operator name, launches), ...)")
         for name, n in self.kernel_plan:
             require_float(f"efficiency.kernel_plan[{name}]", n, lo=0, hi=MAX_PLAN_LAUNCHES)
-        for f in GEMM_UNIT_FIELDS:
+        for f in GEMM_UNIT_FIELDS + ("prompt_gemm_waves",):
             if not isinstance(getattr(self, f), bool):
                 raise ConfigError(f"efficiency.{f} must be true or false, got "
                                   f"{short(getattr(self, f))}")

@@ -78,6 +78,8 @@ class Operator(MemoryTraffic):
     group: str = ""            # layer group label ("global/dense", "model", ...)
     kv_group: float = 1.0      # query heads sharing each K/V head read here (GQA group; 1 = MHA/MLA)
     quantized: bool = False    # a matmul with weights below 16 bits (Efficiency.act_quant_kernels)
+    gemm_cols: float = 0.0     # output columns of each GEMM it stands for (0: not timed as a
+                               # tiled GEMM; roofline.wave_flops_factor)
 
     @property
     def total_flops(self) -> float:
@@ -92,16 +94,19 @@ class Operator(MemoryTraffic):
         dataclasses.replace is too slow for the hot loop of the forward builder)."""
         return Operator(self.name, self.kind, self.flops, self.weight_bytes, self.act_read_bytes,
                         self.act_write_bytes, self.kv_read_bytes, self.kv_write_bytes,
-                        self.comm_bytes, count, group, self.kv_group, self.quantized)
+                        self.comm_bytes, count, group, self.kv_group, self.quantized,
+                        self.gemm_cols)
 
 
 def linear(name: str, kind: OpKind, tokens: float, d_in: int, d_out: int, w_bits: float,
            a_bits: float, bias: bool = False, weight_sets: float = 1.0,
-           token_reads: float = 1.0) -> Operator:
+           token_reads: float = 1.0, gemm_cols: float = 0.0) -> Operator:
     """y = x W (+ b) for ``tokens`` rows: 2 * tokens * d_in * d_out FLOPs (1 MAC = 2 FLOPs).
 
     ``weight_sets`` scales the weight bytes read (MoE: expected distinct experts touched);
     ``token_reads`` scales the input rows read (MoE: each token is dispatched k times).
+    ``gemm_cols``: output columns of each GEMM the operator stands for where it is a dense
+    layer's weight matmul timed with tile and wave quantisation (0: not).
     """
     flops = FLOPS_PER_MAC * tokens * d_in * d_out + (tokens * d_out if bias else 0.0)
     w_elems = d_in * d_out + (d_out if bias else 0)
@@ -109,7 +114,8 @@ def linear(name: str, kind: OpKind, tokens: float, d_in: int, d_out: int, w_bits
         name, kind, flops,
         weight_bytes=bits_to_bytes(w_elems, w_bits) * weight_sets,
         act_read_bytes=bits_to_bytes(tokens * d_in, a_bits) * token_reads,
-        act_write_bytes=bits_to_bytes(tokens * d_out, a_bits), quantized=w_bits < 16)
+        act_write_bytes=bits_to_bytes(tokens * d_out, a_bits), quantized=w_bits < 16,
+        gemm_cols=float(gemm_cols))
 
 
 def norm(name: str, tokens: float, width: int, a_bits: float, w_bits: float,

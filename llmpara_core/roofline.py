@@ -43,6 +43,9 @@ class Rates:
     gemm_half_tokens: float = 0.0        # half-point of the expert GEMMs' curve (expert_curve_tokens)
     tokens_in_flight: float | None = None  # rows per GEMM flops_per_s was set for (gemm_rows)
     dequant_bytes: float = 0.0           # dequantising bytes per quantised weight byte x memory
+    wave_rows: float = 0.0               # rows per GEMM tiled in waves over the SMs (0 = no waves)
+    wave_units: float = 0.0              # SMs the tiles of a GEMM run on (wave_flops_factor)
+    wave_tile: tuple = ()                # (rows, columns) of a GEMM's output tile
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -80,7 +83,79 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  *weight_stream_limits(hardware, eff), eff.kernel_plan,
                  eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
                  eff.gemm_rows(tokens_in_flight) if curve else None,
-                 dequant_factor(eff, tokens_in_flight) * eff.memory if estimated else 0.0)
+                 dequant_factor(eff, tokens_in_flight) * eff.memory if estimated else 0.0,
+                 *(wave_setup(hardware, eff, tokens_in_flight) if estimated else (0.0, 0.0, ())))
+
+
+# Rows above which a prompt GEMM of a stack with ``Efficiency.prompt_gemm_waves`` runs as a
+# tiled GEMM (cuBLAS): llama.cpp's CUDA back end before June 2024 sent a batch of more than
+# MMQ_MAX_BATCH_SIZE = 32 rows to cuBLAS (``DEQUANT_MIN_TOKENS`` cites it); at fewer rows its
+# matrix-vector kernels run, which are not tiled over the output.
+WAVE_MIN_TOKENS = 32
+
+# Output tile (rows, columns) of a 16-bit tensor-core GEMM per architecture: CUTLASS's default
+# threadblock shape for tensor-op GEMMs, GemmShape<128, 256, K> on Sm70 (Volta), Sm75 (Turing)
+# and Sm80 (Ampere; CUTLASS builds Ada's sm_89 kernels from the Sm80 configuration)
+# (github NVIDIA/cutlass@7c04f954 include/cutlass/gemm/device/default_gemm_configuration.h,
+# DefaultGemmConfiguration<OpClassTensorOp, Sm70 / Sm75 / Sm80, ...>: ThreadblockShape). That
+# is 128 of the output matrix's M dimension by 256 of N; llama.cpp calls cuBLAS with the
+# weights' output features as M and the tokens as N (ggml-cuda.cu ggml_cuda_op_mul_mat_cublas:
+# cublasGemmEx(..., CUBLAS_OP_T, CUBLAS_OP_N, row_diff, src1_ncols, ...)), so a tile covers
+# 256 tokens by 128 output columns. Hopper and later have no entry there (their CUTLASS 3
+# collective builders choose per problem): no tile, no quantisation. Auditable choice: the
+# what-if scripts/prompt_wave_whatif.py tried 128x128 first and 256x128 second (held out,
+# llama.cpp GPU prompt rows: datacenter 26.3 -> 13.0 / 13.9 %, consumer 13.5 -> 13.4 / 10.9 %);
+# the tile here is the cited one, not the better-scoring one (it happens to be the second).
+GEMM_TILE_BY_ARCHITECTURE = {"volta": (256, 128), "turing": (256, 128), "ampere": (256, 128),
+                             "ada": (256, 128)}
+
+
+def gemm_quantisation(m_tokens, n_cols, sms: float, tile, m_waste: bool = True) -> np.ndarray:
+    """Share of a GEMM's tile slots doing useful work: M N / (waves x SMs x tm x tn), with
+    ceil(M / tm) x ceil(N / tn) tiles run in waves of ``sms`` (tile and wave quantisation:
+    NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799-001, sections 2.3 and
+    3). ``tile`` = (tm, tn), or a set of them (the kernel picks the least wasteful);
+    ``m_waste`` False leaves partial row tiles out (counted elsewhere). 1 where ``n_cols`` is
+    0 (not a GEMM)."""
+    if isinstance(tile[0], (tuple, list)):      # a set of tiles: the kernel picks the best
+        return np.max([gemm_quantisation(m_tokens, n_cols, sms, t, m_waste) for t in tile],
+                      axis=0)
+    tm, tn = tile
+    m = np.maximum(np.asarray(m_tokens, dtype=float), 1.0)
+    n = np.asarray(n_cols, dtype=float)
+    tiles = np.ceil(m / tm) * np.ceil(n / tn)
+    waves = np.ceil(tiles / sms)
+    if not m_waste:
+        m = np.ceil(m / tm) * tm
+    return np.where(n > 0, m * n / np.maximum(waves * sms * tm * tn, 1.0), 1.0)
+
+
+def wave_setup(hardware: Hardware, eff: Efficiency,
+               tokens_in_flight: float | None) -> tuple[float, float, tuple]:
+    """(rows per GEMM, SMs, tile) of the wave quantisation of a pass with
+    ``tokens_in_flight`` rows, or (0, 0, ()) where it does not apply: the stack runs its
+    prompt GEMMs in whole waves of output tiles (``Efficiency.prompt_gemm_waves``), the pass has
+    more than ``WAVE_MIN_TOKENS`` rows, the device's file gives its SM count
+    (``compute_units``) and its architecture a tile (``GEMM_TILE_BY_ARCHITECTURE``)."""
+    if not eff.prompt_gemm_waves or tokens_in_flight is None \
+            or tokens_in_flight <= WAVE_MIN_TOKENS:
+        return 0.0, 0.0, ()
+    units = getattr(hardware, "compute_units", None)
+    tile = GEMM_TILE_BY_ARCHITECTURE.get(enum_key(getattr(hardware, "architecture", None)))
+    if not units or tile is None:
+        return 0.0, 0.0, ()
+    return float(eff.gemm_rows(tokens_in_flight)), float(units), tile
+
+
+def wave_flops_factor(r: Rates, gemm_cols):
+    """How many times a GEMM's FLOPs count against ``flops_per_s`` because its output tiles
+    run in whole waves over the SMs: 1 / ``gemm_quantisation`` for operators with output
+    columns (``Operator.gemm_cols``: a number or an array), 1 where the rates set no waves."""
+    if not r.wave_rows:
+        return 1.0
+    q = gemm_quantisation(r.wave_rows, gemm_cols, r.wave_units, r.wave_tile)
+    out = 1.0 / q
+    return float(out) if np.ndim(out) == 0 else out
 
 
 # Rows above which a stack with ``Efficiency.quant_dequant_bytes`` dequantises the weights of
@@ -232,22 +307,23 @@ def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates, kv_reread_bytes=0
 
 
 def op_time_s(flops, mem_bytes, kernels, r: Rates, comm_bytes=0.0, kv_read_bytes=0.0,
-              attention_flops=0.0, kv_reread_bytes=0.0, weight_bytes=0.0, quantized=0.0):
+              attention_flops=0.0, kv_reread_bytes=0.0, weight_bytes=0.0, quantized=0.0,
+              gemm_cols=0.0):
     """Roofline time [s] of ``kernels`` kernel launches doing ``flops`` FLOPs and moving
     ``mem_bytes`` bytes of device memory (and ``comm_bytes`` over the link, serially), of
     which ``kv_read_bytes`` are KV-cache reads (re-read per query head as
     ``effective_memory_bytes`` says with ``kv_reread_bytes``) and ``attention_flops``
     attention FLOPs (counted 1 / attention_efficiency times), and ``weight_bytes`` weights
     (quantised where ``quantized``) streamed within the stack's limit; the FLOPs of a
-    quantised matmul count 1 / ``quant_compute`` times. Works on floats and on numpy arrays
-    alike."""
+    quantised matmul count 1 / ``quant_compute`` times, those of a GEMM with ``gemm_cols``
+    output columns ``wave_flops_factor`` times. Works on floats and on numpy arrays alike."""
     link = comm_bytes / r.link_bytes_per_s if r.link_bytes_per_s else 0.0
     mem_bytes = effective_memory_bytes(mem_bytes, kv_read_bytes, r, kv_reread_bytes,
                                        weight_bytes, quantized)
     extra = 0.0
     if r.attention_efficiency != 1.0:
         extra = attention_flops * (1.0 / r.attention_efficiency - 1.0)
-    flops = flops * quant_flops_factor(r, quantized) + extra
+    flops = flops * quant_flops_factor(r, quantized) * wave_flops_factor(r, gemm_cols) + extra
     if r.dequant_bytes:         # a dequantising kernel before the GEMM, serially (with the link)
         link = link + quantized * weight_bytes * (r.dequant_bytes / r.bytes_per_s)
     if isinstance(flops, np.ndarray) or isinstance(mem_bytes, np.ndarray):

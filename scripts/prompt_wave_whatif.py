@@ -1,5 +1,12 @@
 """What-if: tile and wave quantisation of llama.cpp's prompt GEMMs, and the layer split's prompt pipeline.
 
+Now in the core behind switches that are off (issue 27: ``roofline.wave_flops_factor`` with
+the CUTLASS tile of ``roofline.GEMM_TILE_BY_ARCHITECTURE``, for rows of
+``measurements.tiled_prompt_gemms`` builds; ``parallel.evaluation.prompt_chunks``); this
+script switches both off and re-applies
+its own variants on the table's class fit, as measured below (its ``--off`` is the model
+before them, the refitted table aside).
+
     python scripts/prompt_wave_whatif.py --off --out /tmp/base.csv          # the shipped model
     python scripts/prompt_wave_whatif.py --cublas-only --pipeline --out /tmp/wp.csv
     python scripts/prompt_wave_whatif.py --tile 256x128 --tile 128x128      # least wasteful tile
@@ -73,10 +80,13 @@ layer splits (8B and 70B F16 on 2-8 GPUs) from -11..-50 % to -13..+19 %, but the
 layer splits overshoot: 70B Q4_K_M on 2-8 GPUs +24..+145 % (none of them gains the pipeline's
 speed-up: the SXM4 box's four GPUs prefill it at 0.57-0.68x one GPU's rate at pp512 / 1024),
 8B Q4_K_M +5..+40 % (the unsteady A100 SXM4 8B F16 row D0481 aside,
-``measurements.unsteady_prefill``: its four-GPU sweep rises 627 -> 1,612 tokens/s as well). Not in the shipped model: it needs the GEMM's output columns per operator
-in the core (``Operator``), the rule in ``roofline`` / ``fastpath`` / the layer split's prompt
-micro-batches in ``parallel.evaluation``, the whole refit, and an account of why quantised
-layer splits do not pipeline.
+``measurements.unsteady_prefill``: its four-GPU sweep rises 627 -> 1,612 tokens/s as well).
+Since in the core behind two switches that are off (``measurements.PROMPT_GEMM_WAVES``,
+``parallel.evaluation.PROMPT_PIPELINE``) with the cited CUTLASS tile (256 tokens x 128
+columns); on, with the whole table refitted: ``llmpara validate --loo`` prefill held out 9.0
+-> 7.1 %, consumer GPUs 13.5 -> 12.3 %, datacenter 25.0 -> 9.8 %, but other figures moved
+(the comment at ``measurements.PROMPT_GEMM_WAVES``). Why quantised layer splits do not
+pipeline is still open.
 """
 
 from __future__ import annotations
@@ -188,6 +198,13 @@ def run(tiles, devices, cublas_only: bool = False, pipeline: bool = False,
     """Per-row held-out predictions of the GPU devices' llama.cpp prompt rows (and, with
     ``decode``, of the same folds' llama.cpp batch-1 decode rows: the class refit moves their
     values too; their ``prompt`` is 0)."""
+    # the core's own rules (issue 27: measurements.PROMPT_GEMM_WAVES, evaluation.
+    # PROMPT_PIPELINE) off, so the variants here start from the model they were measured on
+    validation.PROMPT_GEMM_WAVES = False
+    from llmpara_core.parallel import evaluation
+    evaluation.PROMPT_PIPELINE = False
+    evaluation._shard_cached.cache_clear()
+    fastpath.features.cache_clear()
     measured, skipped = validation.read_shipped()
     mapped, _ = validation.map_all(measured, skipped)
     if tiles:

@@ -15,7 +15,8 @@ from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
 from ..roofline import (Rates, dequant_factor, expert_flops_factor, gemm_peaks,
-                        is_expert_gemm, launches, op_time_s, plan_factors, weight_stream_limits)
+                        is_expert_gemm, launches, op_time_s, plan_factors, wave_setup,
+                        weight_stream_limits)
 from ..units import S_PER_MS
 from .measurements import Mapped, build_efficiency
 
@@ -38,6 +39,7 @@ class PhaseArrays:
     weight_bytes: np.ndarray
     names: tuple                     # operator names (the stack's kernel plan names them)
     expert: np.ndarray = None        # 1.0 for routed-expert GEMMs (MoE), else 0.0
+    gemm_cols: np.ndarray = None     # output columns per GEMM (Operator.gemm_cols; 0: none)
 
     @classmethod
     def of(cls, phase) -> "PhaseArrays":
@@ -54,7 +56,8 @@ class PhaseArrays:
                    np.array([1.0 if r.quantized else 0.0 for r in rows]),
                    np.array([r.weight_bytes for r in rows]), tuple(r.name for r in rows),
                    np.array([1.0 if is_expert_gemm(r.kind, r.weight_bytes) else 0.0
-                             for r in rows]))
+                             for r in rows]),
+                   np.array([r.gemm_cols for r in rows]))
 
     def time_s(self, r: Rates, moe=None) -> float:
         """The phase's time at rates ``r``; ``moe`` (the model's) times routed-expert GEMMs at
@@ -71,7 +74,9 @@ class PhaseArrays:
                                       attention_flops=self.attention_flops,
                                       kv_reread_bytes=self.kv_reread_bytes,
                                       weight_bytes=self.weight_bytes,
-                                      quantized=self.quantized))) + r.pass_overhead_s
+                                      quantized=self.quantized,
+                                      gemm_cols=(self.gemm_cols if self.gemm_cols is not None
+                                                 else 0.0)))) + r.pass_overhead_s
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,8 @@ class RowFeatures:
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
                      *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
                      eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens),
-                     dequant_factor(eff, tokens) * eff.memory)
+                     dequant_factor(eff, tokens) * eff.memory,
+                     *wave_setup(self.row.hardware, eff, tokens))
 
     def predict(self, eff: Efficiency) -> float:
         eff = build_efficiency(self.row, eff)

@@ -286,8 +286,9 @@ def _pipeline(times: list[float], m: int, decode: bool) -> float:
 
 
 def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: float,
-               ctx: _Ctx, node_s: float = 0.0) -> TimeBreakdown:
-    """Estimated split of the latency path (every stage once) plus pipeline wait. Overhead
+               ctx: _Ctx, node_s: float = 0.0, chunks: int = 1) -> TimeBreakdown:
+    """Estimated split of the latency path (every stage once; a prompt pipelined in
+    ``chunks`` micro-batches: every stage once for one of them) plus pipeline wait. Overhead
     holds the kernel launches and the stack's per-pass cost (step and per-sequence overhead:
     the stage's time beyond its operator rows)."""
     ov = ctx.layout.plan.overlap
@@ -310,8 +311,9 @@ def _breakdown(phases: tuple[Phase, ...], times: list[_StageTimes], phase_s: flo
                 mem += rest
         overhead += t.comp_est - rows_s
         comm += t.comm_est - min(ov * t.comm_est, t.comp_est)
-    path = sum(_stage_time(t, ov, True) for t in times)
-    return TimeBreakdown(comp, mem, overhead, comm + node_s, max(0.0, phase_s - path))
+    path = sum(_stage_time(t, ov, True) for t in times) / chunks
+    return TimeBreakdown(comp / chunks, mem / chunks, overhead / chunks, comm / chunks + node_s,
+                         max(0.0, phase_s - path))
 
 
 def _bubble(times: list[float], m: int, phase_s: float) -> float:
@@ -370,17 +372,38 @@ def _stage_passes(ctx: _Ctx, memory: bool = True) -> list[_StagePass]:
     return [_stage_pass(ctx, s, lo, hi, memory) for s in range(len(ctx.stage_models))]
 
 
+# Issue 27's layer-split prompt pipeline. OFF by default (with measurements.PROMPT_GEMM_WAVES:
+# the figures and why are there); off, a layer split's prompt runs its micro-batches one after
+# another through the stages.
+PROMPT_PIPELINE = False
+
+
+def prompt_chunks(ctx: _Ctx) -> int:
+    """Micro-batches a pipeline stage's prompt pass is split into and pipelined over the
+    stages: a stack that runs a pass in micro-batches of ``Efficiency.prompt_ubatch_tokens``
+    tokens (llama.cpp's n_ubatch) sends each to the next stage when it is done, so the stages
+    work on different micro-batches at once (github ggml-org/llama.cpp PR #6017, 2024-03,
+    "llama : add pipeline parallelism support": n micro-batches over PP even stages take
+    1 + (n - 1) / PP micro-batch passes, not n). 1 without a layer split or micro-batches."""
+    ub = ctx.hardware.effective_efficiency.prompt_ubatch_tokens
+    if not PROMPT_PIPELINE or len(ctx.stage_models) <= 1 or ub <= 0:
+        return 1
+    return max(1, math.ceil(ctx.layout.microbatch * max(1, ctx.workload.prompt_len) / ub))
+
+
 def _shard_timings(ctx: _Ctx, passes: list[_StagePass]) -> tuple[dict, dict]:
     """{estimated?: Timing} (the per-pass node step included) and {estimated?: (prefill,
-    decode step) [s]} of the pipeline alone."""
+    decode step) [s]} of the pipeline alone. A stage's prompt pass of ``prompt_chunks``
+    micro-batches is pipelined as that many passes of 1 / chunks its time each."""
     wl, m, ov = ctx.workload, ctx.layout.microbatches, ctx.layout.plan.overlap
     steps = _decode_range(wl)[0]
     pre_t, dec_t = [p.prefill_times for p in passes], [p.decode_times for p in passes]
     timings, phase_s = {}, {}
     node_s = _node_step_s(ctx)
+    n = prompt_chunks(ctx)
     for est in (False, True):
         extra = node_s if est else 0.0
-        pre = _pipeline([_stage_time(t, ov, est) for t in pre_t], m, decode=False)
+        pre = _pipeline([_stage_time(t, ov, est) / n for t in pre_t], m * n, decode=False)
         dec = _pipeline([_stage_time(t, ov, est) for t in dec_t], m, decode=True)
         timings[est] = _timing(wl, pre + (extra if wl.prompt_len else 0.0), dec + extra, steps)
         phase_s[est] = (pre, dec)
@@ -407,7 +430,7 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     return ShardReport(
         model, hardware, precision, workload, lay, tuple(mem), pre_ph, dec_ph,
         tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
-        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre), _breakdown(dec_ph, dec_t, dec_e, ctx,
+        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre, prompt_chunks(ctx)), _breakdown(dec_ph, dec_t, dec_e, ctx,
                                                                    node_s),
         _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
         _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),

@@ -44,6 +44,7 @@ from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weigh
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import DType, Precision
 from ..roofline import effective_memory_bytes, launches, quant_flops_factor, rates
+from ..roofline import gemm_quantisation as roofline_gemm_quantisation
 from ..workload import Workload
 
 ALLREDUCE_MODELS = ("nccl", "alpha-beta")
@@ -514,18 +515,8 @@ def _gemm_columns(m: Model, names) -> np.ndarray:
 
 def gemm_quantisation(m_tokens: np.ndarray, n_cols: np.ndarray, sms: float,
                       tile: tuple[int, int]) -> np.ndarray:
-    """Share of a GEMM's tile slots doing useful work: M N / (waves x SMs x tm x tn), with
-    ceil(M / tm) x ceil(N / tn) tiles run in waves of ``sms`` (tile and wave quantisation)."""
-    if isinstance(tile[0], (tuple, list)):      # a set of tiles: the kernel picks the best
-        return np.max([gemm_quantisation(m_tokens, n_cols, sms, t) for t in tile], axis=0)
-    tm, tn = tile
-    m = np.maximum(np.asarray(m_tokens, dtype=float), 1.0)
-    n = np.asarray(n_cols, dtype=float)
-    tiles = np.ceil(m / tm) * np.ceil(n / tn)
-    waves = np.ceil(tiles / sms)
-    if not GEMM_M_WASTE:          # partial row tiles left to the GEMM curve over M
-        m = np.ceil(m / tm) * tm
-    return np.where(n > 0, m * n / np.maximum(waves * sms * tm * tn, 1.0), 1.0)
+    """``roofline.gemm_quantisation`` with this module's ``GEMM_M_WASTE`` switch."""
+    return roofline_gemm_quantisation(m_tokens, n_cols, sms, tile, GEMM_M_WASTE)
 
 
 def inline_ecc(hw: Hardware) -> bool:

@@ -8,10 +8,11 @@ import math
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from ..hardware import Hardware, Interconnect, Topology
+from ..hardware import Hardware, Interconnect, LinkKind, Topology
 from .plan import divisors
 from ..precision import Precision
 from ..roofline import Rates, op_time_s, rates
+from ..units import BYTES_PER_GB
 
 # Estimated mode only: a synchronisation cost per collective (flag handshake between the
 # participants and memory fences), on top of its kernel launch (the device's kernel overhead)
@@ -76,7 +77,7 @@ PCIE_BUS_SCALE = 1.0
 def link_is_pcie(hardware) -> bool:
     """True if the device's intra-node links are PCIe (``Interconnect.link``)."""
     ic = hardware.interconnect
-    return NCCL_PCIE_PATH and ic is not None and getattr(ic.link, "value", ic.link) == "pcie"
+    return NCCL_PCIE_PATH and ic is not None and ic.link is LinkKind.PCIE
 
 
 def nccl_bus_bytes_per_s(hardware, devices: int | None = None) -> float:
@@ -106,8 +107,8 @@ def nccl_socket_ring_bytes_per_s(socket_bytes_per_s: float, arch: str) -> float:
     intra-node speed array (the sm90 one for Hopper and later) that fits on the link."""
     speeds = (NCCL_SM90_SPEED_ARRAY_INTRA_GBPS if arch in ("hopper", "blackwell")
               else NCCL_SPEED_ARRAY_INTRA_GBPS)
-    gbps = socket_bytes_per_s / 1e9
-    return 1e9 * max((s for s in speeds if s <= gbps), default=min(speeds))
+    gbps = socket_bytes_per_s / BYTES_PER_GB
+    return BYTES_PER_GB * max((s for s in speeds if s <= gbps), default=min(speeds))
 
 
 def nccl_ring_all_reduce_s(n: int, message_bytes, bus_bytes_per_s: float, pcie: bool = False):

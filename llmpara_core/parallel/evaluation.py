@@ -430,8 +430,8 @@ def _shard_cached(model, hardware, precision, workload, plan) -> ShardReport:
     return ShardReport(
         model, hardware, precision, workload, lay, tuple(mem), pre_ph, dec_ph,
         tuple(c for p in passes for c in p.collectives), timings[True], timings[False],
-        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre, prompt_chunks(ctx)), _breakdown(dec_ph, dec_t, dec_e, ctx,
-                                                                   node_s),
+        _breakdown(pre_ph, pre_t, pre_e, ctx, node_pre, prompt_chunks(ctx)),
+        _breakdown(dec_ph, dec_t, dec_e, ctx, node_s),
         _bubble([_stage_time(t, ov, True) for t in pre_t], m, pre_e),
         _bubble([_stage_time(t, ov, True) for t in dec_t], m, dec_e),
         single.estimated, single.memory.fits, _max_batch(mem, lay, ctx), tuple(notes))

@@ -74,7 +74,9 @@ NCCL_PCIE_PATH = True
 PCIE_BUS_SCALE = 1.0
 # NCCL's P2P level (NVIDIA/nccl@04cdb808 src/graph/paths.cc, ncclTopoCheckP2p): "By default
 # don't use P2P across CPU Host Bridges and further apart" (PATH_PXB), except on AMD x86 hosts
-# when the communicator holds at most two GPUs (PATH_SYS); the rule came with NCCL 2.23 ("Set P2P
+# when the communicator holds at most two GPUs (PATH_SYS; NCCL's topology holds the GPUs of the
+# communicator's ranks on the host: ncclTopoGetSystem, NVIDIA/nccl@b6475625 src/graph/topo.cc,
+# so a TP group of n GPUs counts n); the rule came with NCCL 2.23 ("Set P2P
 # level to PXB on AMD CPUs when using more than 2 GPUs per node ... P2P would cause a significant
 # performance degradation when using many GPUs, and therefore many interleaved data flows", the
 # 2.23 release commit message, quoted in github pytorch/pytorch PR #142179, "Update NCCL to
@@ -87,7 +89,10 @@ PCIE_BUS_SCALE = 1.0
 # describe as degrading "significantly when we have traffic going from/to all GPUs and
 # interleaving in the CPU" (github NVIDIA/nccl issue #1285, AMD EPYC): the rule is applied to
 # every release (the reason 2.23 switched, not a measured rate). Measured on the max-load rows
-# (scripts/pcie_allreduce_whatif.py, held out): share 0.58 / 0.66 / 0.76 -> 10.4 / 8.4 / 9.3 %.
+# (scripts/pcie_allreduce_whatif.py, held out at a 4 GiB reserve): rule off 9.9 %; share 0.58 /
+# 0.67 / 0.76 -> 10.4 / 8.4 / 9.3 %; `llmpara validate --regime serving-maxload --loo` 9.9 -> 8.3 %.
+# Not modelled: the 6/5 P2P overhead NCCL's search charges through an Intel CPU (search.cc,
+# INTEL_P2P_OVERHEAD), no preset states an Intel host.
 NCCL_AMD_P2P_MAX_GPUS = 2
 NCCL_SHM_SHARE = 0.67
 # NCCL_HOST_P2P_RULE: False = P2P on every PCIe pair (the model before; what-if switch).

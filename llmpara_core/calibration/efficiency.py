@@ -576,7 +576,10 @@ HEADER = """\
 #                  stage_hop_us (llama.cpp): cost per pipeline-stage boundary per pass of its
 #                  layer split beyond the link's time (host hand-off and sync): the median over
 #                  (device, model, format, lengths) groups of the slope of measured step time
-#                  vs number of GPUs (fitting.fit_stage_hop).
+#                  vs number of GPUs (fitting.fit_stage_hop), each step time less the cost of
+#                  its launches without CUDA graphs where its build ran the split without them
+#                  (before llama.cpp PR #13814, 2025-05-27: 0.734 us per launch, cited from PR
+#                  #6766's RTX 4090 graphs off/on figures; measurements.graphless_decode).
 #                  node_step_us (FasterTransformer): fixed cost per pass of a model instance
 #                  that spans more than one node, on top of its collectives (fitted with its
 #                  memory and kernel_overhead_us on the tensor-parallel series: its

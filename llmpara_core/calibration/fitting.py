@@ -48,8 +48,9 @@ from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIEL
                         HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
                         memory_family)
 from ..units import S_PER_US
-from .measurements import (Mapped, device_key, efficiency_class, lacks_tensor_peak,  # noqa: F401
-                           metric_value, timings)
+from .measurements import (GRAPHLESS_LAUNCH_S, Mapped, device_key,  # noqa: F401
+                           efficiency_class, graphless_decode, lacks_tensor_peak, metric_value,
+                           timings)
 from .stack_fit import (BORROW_KERNELS, _borrowed, fit_energy_profiles,  # noqa: F401
                         choose_shrink, fit_framework, fit_tp_profiles, predictor)
 
@@ -439,10 +440,13 @@ MIN_HOP_GROUPS = 3
 MIN_HOP_DEVICES = 2
 
 
-def hop_groups(rows: list[Mapped]) -> dict[tuple, list[tuple[int, float]]]:
+def hop_groups(rows: list[Mapped], table: EfficiencyTable | None = None
+               ) -> dict[tuple, list[tuple[int, float]]]:
     """The reference stack's batch-1 decode rows of one device, model, format and lengths
     measured at two or more pipeline depths (1 = one device; layer split only): key ->
-    [(PP, measured step time [s])]."""
+    [(PP, measured step time [s])]. With ``table``, a row that launched its kernels without a
+    CUDA graph (``measurements.graphless_decode``) has that cost, as ``table`` times it,
+    taken off its step time: it is a step at PP > 1, not a cost per stage boundary."""
     groups: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
     for r in rows:
         m = r.measurement
@@ -450,11 +454,24 @@ def hop_groups(rows: list[Mapped]) -> dict[tuple, list[tuple[int, float]]]:
                 and m.batch == 1 and m.metric == "decode_tok_s"):
             key = (r.hardware.slug, r.model.name, r.precision.name, r.workload.prompt_len,
                    r.workload.gen_len)
-            groups[key].append((r.pp, 1.0 / m.value))
+            groups[key].append((r.pp, 1.0 / m.value - _graphless_s(r, table)))
     return {k: v for k, v in groups.items() if len({p for p, _ in v}) >= 2}
 
 
-def fit_stage_hop(rows: list[Mapped]) -> float | None:
+def _graphless_s(row: Mapped, table: EfficiencyTable | None) -> float:
+    """Step time [s] that ``row``'s kernel launches without a CUDA graph add under ``table``
+    (0 for other rows, or without a table): launches x ``GRAPHLESS_LAUNCH_S``, the launches
+    counted as the step time's slope in the per-launch cost (time is linear in it)."""
+    if table is None or not graphless_decode(row):
+        return 0.0
+    eff = table.efficiency_for(row.hardware, REFERENCE_FRAMEWORK)
+    less = replace(eff, kernel_overhead_s=max(0.0, eff.kernel_overhead_s - GRAPHLESS_LAUNCH_S))
+    return (1.0 / timings(row, eff)[1].decode_tokens_per_s
+            - 1.0 / timings(row, less)[1].decode_tokens_per_s) \
+        * GRAPHLESS_LAUNCH_S / (eff.kernel_overhead_s - less.kernel_overhead_s)
+
+
+def fit_stage_hop(rows: list[Mapped], table: EfficiencyTable | None = None) -> float | None:
     """``stage_hop_s`` of the reference stack: the cost per stage boundary per decode step of
     its layer split, beyond the link's own time (a few kB sent). Set by how the measured step
     time of the same device, model, format and lengths grows with the number of devices --
@@ -463,7 +480,7 @@ def fit_stage_hop(rows: list[Mapped]) -> float | None:
     out: fitted on the step times themselves, the hop also absorbed the k-quant rows' base
     error (441 us vs 248 us). None with fewer than ``MIN_HOP_GROUPS`` groups on
     ``MIN_HOP_DEVICES`` devices."""
-    groups = hop_groups(rows)
+    groups = hop_groups(rows, table)
     if len(groups) < MIN_HOP_GROUPS or len({k[0] for k in groups}) < MIN_HOP_DEVICES:
         return None
     slopes = [np.polyfit([p - 1.0 for p, _ in pts], [t for _, t in pts], 1)[0]
@@ -535,7 +552,7 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         stream = {k: v for k, v in base.profile(REFERENCE_FRAMEWORK).absolute.items()
                   if k in STREAM_FIELDS}
     fws = dict(base.frameworks)
-    hop = fit_stage_hop(rows)
+    hop = fit_stage_hop(rows, table)
     ref = FrameworkProfile(
         REFERENCE_FRAMEWORK, FRAMEWORKS[REFERENCE_FRAMEWORK][0], kv_per_query_head=True,
         act_quant=True,

@@ -433,6 +433,50 @@ CUBLAS_PROMPT_UNTIL = "2024-06-23"
 PROMPT_GEMM_WAVES = False
 
 
+# CUDA graphs in llama.cpp's layer split (issue 27). llama.cpp's CUDA back end captures a
+# decode step into a CUDA graph and replays it (github ggml-org/llama.cpp PR #6766, merged
+# 2024-05-08), which spares the per-kernel launch gaps the class fit's single-GPU rows were
+# measured without. With pipeline parallelism on -- a layer split over several GPUs with every
+# layer offloaded -- the scheduler's graph changed at every evaluation, so the back end kept
+# re-capturing and switched graphs off (ggml-cuda.cu: disable_due_to_too_many_updates after 4
+# consecutive updates) until PR #13814 (slaren, merged 2025-05-27, "ggml : allow CUDA graphs
+# when using pipeline parallelism": "Due to changes in the graph in each evaluation when
+# pipeline parallelism is enabled, CUDA graphs could not be used"). A layer-split decode row of
+# an earlier CUDA build therefore launched every kernel from the host, one stream launch per
+# kernel, where its single-GPU twins replayed a graph.
+PIPELINE_GRAPHS_FROM = "2025-05-27"
+# The extra cost of a kernel launched without a graph, per launch: cited, not fitted. PR #6766's
+# own measurement at merge (JohannesGaessler, 2024-05-08, RTX 4090, llama-bench tg128, graphs
+# off -> on): Llama-3 8B Q4_0 149.28 -> 159.67 tokens/s and F16 56.68 -> 57.85 tokens/s, i.e.
+# 436 us and 357 us per token, over the 644 and 451 launches per decode step this model counts
+# for those two (flash attention, as the rows are mapped): 0.677 and 0.791 us per launch; their
+# mean. A host property (launch API and driver time, on that PR's host), so not scaled with
+# the GPU clock.
+GRAPHLESS_LAUNCH_S = 0.734 * S_PER_US
+# The rule, switched on (issue 27). It moves only the 32 layer-split decode rows (all from the
+# May 2024 notebooks of XiongjieDai/GPU-Benchmarks-on-LLM-Inference) and the stage hop fitted
+# beside it (fitting.fit_stage_hop: 248 -> 122 us per boundary). Measured with the shipped
+# table and the hop refitted (the seven devices with layer-split rows held out one by one,
+# scripts/loo_residuals.py --device ...; the other rows do not depend on either): held-out
+# batch 1 5.40 -> 5.21 %, consumer GPUs 4.06 -> 3.81 %, datacenter GPUs 9.00 -> 9.01 %
+# (the A100 boxes' 8B splits stay +9..+35 %: their hosts pay 2-7 us per launch, not 0.7 --
+# a host property the rows do not carry), unified SoCs 5.02 % unchanged; in sample the
+# layer-split rows 3.8 -> 2.9 %. False = every row priced as with graphs (the hop absorbs it).
+GRAPHLESS_SPLIT_DECODE = True
+
+
+def graphless_decode(row: Mapped) -> bool:
+    """Whether ``row`` is a llama.cpp CUDA decode row of a layer split (PP > 1) whose build
+    predates CUDA graphs under pipeline parallelism (``PIPELINE_GRAPHS_FROM``): each kernel
+    launched from the host (``GRAPHLESS_LAUNCH_S`` more per launch)."""
+    if not GRAPHLESS_SPLIT_DECODE or row.framework != "llama.cpp" or row.pp <= 1 \
+            or row.measurement.metric != "decode_tok_s" \
+            or "cuda" not in row.measurement.framework.lower():
+        return False
+    date = llama_cpp_build_date(row)
+    return date is not None and date < PIPELINE_GRAPHS_FROM
+
+
 def llama_cpp_build_date(row: Mapped) -> str | None:
     """ISO date of the llama.cpp build behind ``row``, where its source gives one."""
     src = row.measurement.source
@@ -450,7 +494,8 @@ def tiled_prompt_gemms(row: Mapped) -> bool:
 
 
 def build_efficiency(row: Mapped, efficiency):
-    """``efficiency`` as the build ``row`` ran uses it: for ``tiled_prompt_gemms`` rows, prompt
+    """``efficiency`` as the build ``row`` ran uses it: for ``graphless_decode`` rows, each
+    kernel launch ``GRAPHLESS_LAUNCH_S`` dearer (no CUDA graph); for ``tiled_prompt_gemms`` rows, prompt
     GEMMs tiled in waves over the SMs (``Efficiency.prompt_gemm_waves``); for ``cublas_prompts`` rows, quantised
     prompt matmuls at the 16-bit GEMM's rate (no int8 unit, ``quant_compute`` 1) after a
     dequantising pass that reads each block and writes a 16-bit copy: 1 + 16 / bits bytes per
@@ -459,6 +504,10 @@ def build_efficiency(row: Mapped, efficiency):
     construction)."""
     if efficiency is None:
         return efficiency
+    if graphless_decode(row):
+        efficiency = copy.copy(efficiency)
+        object.__setattr__(efficiency, "kernel_overhead_s",
+                           efficiency.kernel_overhead_s + GRAPHLESS_LAUNCH_S)
     if tiled_prompt_gemms(row) and not efficiency.prompt_gemm_waves:
         efficiency = copy.copy(efficiency)
         object.__setattr__(efficiency, "prompt_gemm_waves", True)

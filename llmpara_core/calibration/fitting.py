@@ -45,6 +45,7 @@ from .efficiency import (FRAMEWORKS, UBATCH_STACKS, EfficiencyTable, FrameworkPr
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
 from ..budget import check_time_budget
+from ..efficiency_table import STACK_CLASS_KEYS
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIELDS, Efficiency,
                         HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
                         memory_family)
@@ -100,6 +101,7 @@ REFERENCE_FRAMEWORK = "llama.cpp"
 # ``[stack_class.*]``): their rows are not timed by the rules, so their effective values are
 # those of the fit without them. With both rules off the two sets are the same.
 BUILD_RULES = ("measurements.PROMPT_GEMM_WAVES", "parallel.evaluation.PROMPT_PIPELINE")
+GEMM_FIELDS = STACK_CLASS_KEYS       # the GEMM fractions the rules refit
 # Kernel launch overhead is a property of the runtime (CUDA driver, graph launch), not of the
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
 # alone (two model sizes) trades it against the bandwidth fraction and the KV-read fraction:
@@ -662,6 +664,12 @@ def _fit_build_rules(table: EfficiencyTable, by_cls: dict, todo: set) -> Efficie
         rs = by_cls.get(cls, [])
         donor = SHARED_OVERHEAD.get(cls)
         touched = any(validation.tiled_prompt_gemms(r) for r in rs) or donor in stack
+        if touched and not table.class_rows.get(cls) and donor in stack:
+            # not fitted: its GEMM fractions are the donor's (``_start``), refitted or not
+            new = replace(classes[cls], **{k: getattr(classes[donor], k) for k in GEMM_FIELDS})
+            if new != classes[cls]:
+                stack[cls], classes[cls] = classes[cls], new
+            continue
         if not (touched and fittable(rs) and table.class_rows.get(cls)):
             continue
         new = fit_gemm_fractions([features(r) for r in rs], classes[cls],

@@ -106,6 +106,18 @@ def architecture_values(table: dict | None = None) -> dict[str, dict]:
                           table)
 
 
+# The GEMM fractions of ``[stack_class.<class>]`` (``stack_class_values``).
+STACK_CLASS_KEYS = ("compute", "attention_compute", "quant_compute", "expert_half_tokens")
+
+
+def stack_class_values(table: dict | None = None) -> dict[str, dict]:
+    """``[stack_class.<class>]``: class name -> the GEMM fractions (``STACK_CLASS_KEYS``) the
+    stack profiles other than the reference stack apply to, where they differ from the
+    class's own: those of the class fit with the reference stack's build rules off
+    (``calibration.fitting``, "build rules")."""
+    return _keyed_numbers("stack_class", STACK_CLASS_KEYS, table)
+
+
 def device_classes(table: dict | None = None) -> dict[str, str]:
     """Preset slug -> class name whose efficiency that device uses."""
     t = read_table() if table is None else table

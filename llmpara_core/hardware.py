@@ -458,6 +458,24 @@ PROVISIONAL_EFFICIENCY: dict[HardwareClass, Efficiency] = {
 MEMORY_TYPE_EFFICIENCY, ARCHITECTURE_EFFICIENCY = _apply_fitted_efficiency()
 
 
+def _stack_class_efficiency() -> dict:
+    """Per class, the fitted efficiency with the GEMM fractions every stack but the reference
+    stack applies to (``[stack_class.*]`` of efficiency.toml; classes without one: none)."""
+    from .efficiency_table import stack_class_values
+
+    out = {}
+    for cls_name, values in stack_class_values().items():
+        try:
+            cls = HardwareClass(cls_name)
+        except ValueError:
+            raise ConfigError(f"efficiency.toml: unknown hardware class {cls_name!r}") from None
+        out[cls] = replace(CLASS_DEFAULTS[cls].efficiency, **values)
+    return out
+
+
+STACK_CLASS_EFFICIENCY: dict[HardwareClass, Efficiency] = _stack_class_efficiency()
+
+
 def memory_family(memory_type: str) -> str:
     """The technology family of a memory type: "HBM3e" -> "hbm", "GDDR6X" -> "gddr",
     "LPDDR5X" -> "lpddr", "DDR5" -> "ddr"."""
@@ -704,6 +722,20 @@ class Hardware:
             return self.efficiency
         return generic_efficiency(self.hw_class, getattr(self, "memory_type", None),
                                   getattr(self, "architecture", None),
+                                  boost_clock_mhz=getattr(self, "boost_clock_mhz", None))
+
+    @property
+    def silicon_efficiency(self) -> Efficiency:
+        """``effective_efficiency`` with its class's GEMM fractions as every stack but the
+        reference stack applies them (``STACK_CLASS_EFFICIENCY``: the class fit without the
+        reference stack's build rules, which time only its pre-June-2024 builds' prompt GEMMs
+        in whole waves): the rate a stream of GEMMs reaches averaged over their waves, on
+        which the energy model calibrates the silicon's energy per FLOP
+        (``metrics.energy_params``)."""
+        if self.efficiency is not None:
+            return self.efficiency
+        return generic_efficiency(self.hw_class, getattr(self, "memory_type", None),
+                                  getattr(self, "architecture", None), STACK_CLASS_EFFICIENCY,
                                   boost_clock_mhz=getattr(self, "boost_clock_mhz", None))
 
     @property

@@ -13,6 +13,21 @@ cost on the measured time per token of its energy rows
 regime, class and stack), and writes ``presets/tables/efficiency.toml``. Deterministic: the fit
 always starts from the provisional constants in ``llmpara_core/hardware.py`` and the cited
 architecture factors, so rerunning on the same data gives the same table.
+
+The reference stack's build rules (``fitting.BUILD_RULES``: ``measurements.PROMPT_GEMM_WAVES``,
+a pre-June-2024 llama.cpp CUDA build's prompt GEMMs in whole waves over the SMs, and
+``parallel.evaluation.PROMPT_PIPELINE``, its layer split's prompt pipeline; both on) time
+llama.cpp's prompt passes and nothing else. The rule the fit follows: everything is fitted with
+the wave rule off (classes, memory technologies, architecture factors, streaming bounds and
+every stack profile, as without the rules), then only the GEMM fractions (compute,
+attention_compute, quant_compute, expert_half_tokens) of the classes with rows the wave rule
+times are refitted with it on, every other value held; the stacks other than llama.cpp apply
+their profiles to the GEMM fractions fitted without it (``[stack_class.*]``). A stack whose
+rows the rules do not time thus keeps exactly the profile and the effective values it has with
+the rules off: the serving regimes (TensorRT-LLM, vLLM, SGLang), the tensor-parallel series
+(FasterTransformer) and the energy rows' stacks give the same figures either way.
+Measured (branch prefill28, this fit, `llmpara validate` on the refitted table): serving
+max-load in sample 8.9 %, +1.2 % and MLPerf 9.5 %, +9.5 %, as with the rules off.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What-if: tile and wave quantisation of llama.cpp's prompt GEMMs, and the layer split's prompt pipeline.
 
-Now in the core behind switches that are off (issue 27: ``roofline.wave_flops_factor`` with
-the CUTLASS tile of ``roofline.GEMM_TILE_BY_ARCHITECTURE``, for rows of
-``measurements.tiled_prompt_gemms`` builds; ``parallel.evaluation.prompt_chunks``); this
-script switches both off and re-applies
+Now in the core (issue 27: ``roofline.wave_flops_factor`` with the CUTLASS tile of
+``roofline.GEMM_TILE_BY_ARCHITECTURE``, for rows of ``measurements.tiled_prompt_gemms``
+builds; ``parallel.evaluation.prompt_chunks``); this script switches both off and re-applies
 its own variants on the table's class fit, as measured below (its ``--off`` is the model
 before them, the refitted table aside).
 
@@ -81,12 +80,14 @@ layer splits overshoot: 70B Q4_K_M on 2-8 GPUs +24..+145 % (none of them gains t
 speed-up: the SXM4 box's four GPUs prefill it at 0.57-0.68x one GPU's rate at pp512 / 1024),
 8B Q4_K_M +5..+40 % (the unsteady A100 SXM4 8B F16 row D0481 aside,
 ``measurements.unsteady_prefill``: its four-GPU sweep rises 627 -> 1,612 tokens/s as well).
-Since in the core behind two switches that are off (``measurements.PROMPT_GEMM_WAVES``,
-``parallel.evaluation.PROMPT_PIPELINE``) with the cited CUTLASS tile (256 tokens x 128
-columns); on, with the whole table refitted: ``llmpara validate --loo`` prefill held out 9.0
--> 7.1 %, consumer GPUs 13.5 -> 12.3 %, datacenter 25.0 -> 9.8 %, but other figures moved
-(the comment at ``measurements.PROMPT_GEMM_WAVES``). Why quantised layer splits do not
-pipeline is still open.
+Since built into the core, on by default, with the cited CUTLASS tile (256 tokens x 128
+columns) and the refit of ``fitting.BUILD_RULES`` (only the class GEMM fractions refitted with
+the rules, every other value and every other stack's profile as without them):
+``llmpara validate --loo`` prefill held out 9.0 -> 7.1 %, consumer GPUs 13.5 -> 12.3 %,
+datacenter 25.0 -> 9.7 % (README, "What limits prefill"). Why quantised layer splits do not
+pipeline is still open: llama.cpp turns the pipeline on for any format
+(ggerganov/llama.cpp@0028010d llama.cpp, llama_new_context_with_model: more than one device,
+every layer offloaded and the layer split; CUDA only).
 """
 
 from __future__ import annotations

@@ -30,7 +30,14 @@ def test_the_shipped_fit_prices_every_row_as_mmq(rows):
     assert validation.CUBLAS_PROMPT_SOURCES == ()
     assert not any(validation.cublas_prompts(r) for r in rows.values())
     eff = default_table().efficiency_for(rows["D0461"].hardware, "llama.cpp")
-    assert validation.build_efficiency(rows["D0461"], eff) is eff
+    # the notebook row's prompt GEMMs run in waves (measurements.PROMPT_GEMM_WAVES, on), its
+    # quantised matmuls stay MMQ's: no dequantising pass, the int8 unit, the fitted share
+    out = validation.build_efficiency(rows["D0461"], eff)
+    assert out.prompt_gemm_waves and not eff.prompt_gemm_waves
+    for f in ("quant_dequant_bytes", "quant_gemm_int8", "quant_compute"):
+        assert getattr(out, f) == getattr(eff, f), f
+    with validation.prompt_gemm_waves(False):
+        assert validation.build_efficiency(rows["D0461"], eff) is eff
 
 
 def test_dequant_factor_per_micro_batch_above_the_mmq_limit():

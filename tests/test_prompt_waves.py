@@ -1,4 +1,4 @@
-"""Issue 27's prefill rules in the core (off by default: ``measurements.PROMPT_GEMM_WAVES``): tile and wave quantisation of the prompt GEMMs of the
+"""Issue 27's prefill rules in the core: tile and wave quantisation of the prompt GEMMs of the
 llama.cpp builds that ran them through cuBLAS (``roofline.wave_flops_factor``, the build from
 ``measurements.tiled_prompt_gemms``), and the layer split's prompt pipeline
 (``parallel.evaluation.prompt_chunks``, llama.cpp PR #6017)."""
@@ -18,17 +18,6 @@ from llmpara_core.calibration import default_table, fastpath
 from llmpara_core.calibration import measurements as validation
 from llmpara_core.hardware import Architecture
 from llmpara_core.parallel import evaluation
-
-
-@pytest.fixture(autouse=True)
-def rules_on(monkeypatch):
-    """Both rules are off in the shipped model (measurements.PROMPT_GEMM_WAVES says why);
-    these tests switch them on."""
-    monkeypatch.setattr(validation, "PROMPT_GEMM_WAVES", True)
-    monkeypatch.setattr(evaluation, "PROMPT_PIPELINE", True)
-    evaluation._shard_cached.cache_clear()
-    yield
-    evaluation._shard_cached.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -188,9 +177,3 @@ def test_generic_stack_without_micro_batches_does_not_pipeline(rows, table):
                                 split4.precision, split4.workload, validation._plan(split4))
     assert evaluation.prompt_chunks(ctx) == 2
     assert np.isfinite(evaluation.prompt_chunks(ctx))
-
-
-def test_both_rules_are_off_in_the_shipped_model(monkeypatch, rows):
-    monkeypatch.undo()
-    assert validation.PROMPT_GEMM_WAVES is False and evaluation.PROMPT_PIPELINE is False
-    assert not validation.tiled_prompt_gemms(rows["D0467"])

@@ -88,6 +88,11 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
                                                      "transformers")),
 }
 GENERIC = "generic"
+# The stack whose rows the class values are fitted on (calibration.fitting.REFERENCE_FRAMEWORK).
+# Every other stack's profile applies to the class values of ``EfficiencyTable.stack_classes``
+# where the table gives them (``[stack_class.*]``: the class fit without the reference stack's
+# build rules, fitting.fit_table says why).
+REFERENCE_STACK = "llama.cpp"
 # Architecture values taken from sources, not fitted (the table header cites them): Hopper's
 # dense peak needs wgmma; kernels written with Ampere-style mma.sync reach about half of it
 # (FlashAttention-2 35 % vs FlashAttention-3 75 % of H100's peak, arXiv:2407.08608).
@@ -317,31 +322,40 @@ class EfficiencyTable:
     memory_types: dict = field(default_factory=dict, hash=False)   # type -> {memory, kv_read}
     architectures: dict = field(default_factory=dict, hash=False)  # arch -> {compute, ...}
     memory_type_rows: dict = field(default_factory=dict, hash=False)
+    # HardwareClass -> Efficiency: the class values the stacks other than REFERENCE_STACK apply
+    # to, where they differ from ``classes`` (the GEMM fractions of the class fit with the
+    # reference stack's build rules off: fitting.fit_table); a class not here: ``classes``
+    stack_classes: dict = field(default_factory=dict, hash=False)
 
-    def class_efficiency(self, hardware: Hardware) -> Efficiency:
+    def class_efficiency(self, hardware: Hardware, stack: bool = False) -> Efficiency:
         """The preset's own ``[efficiency]`` if it has one, else the reference stack's on its
-        class, memory technology and architecture."""
+        class, memory technology and architecture (``stack``: the values the other stacks'
+        profiles apply to, ``stack_classes``)."""
         if hardware.efficiency is not None:
             return hardware.efficiency
-        return self._generic(hardware)
+        return self._generic(hardware, stack=stack)
 
-    def _generic(self, hardware: Hardware, architectures: dict | None = None) -> Efficiency:
+    def _generic(self, hardware: Hardware, architectures: dict | None = None,
+                 stack: bool = False) -> Efficiency:
+        classes = ({**self.classes, **self.stack_classes} if stack and self.stack_classes
+                   else self.classes)
         return generic_efficiency(hardware.hw_class, memory_type_of(hardware),
-                                  architecture_of(hardware), self.classes, self.memory_types,
+                                  architecture_of(hardware), classes, self.memory_types,
                                   self.architectures if architectures is None else architectures,
                                   getattr(hardware, "boost_clock_mhz", None))
 
     def efficiency_for(self, hardware: Hardware, framework: str | None = None) -> Efficiency:
         """Estimated-mode efficiency of ``hardware`` under ``framework`` (None = generic)."""
-        eff = self.class_efficiency(hardware)
         if framework is None or framework == GENERIC:
-            return eff
+            return self.class_efficiency(hardware)
         prof = self.profile(framework)
+        stack = prof.name != REFERENCE_STACK
+        eff = self.class_efficiency(hardware, stack)
         native = None
         if prof.native_kernels and hardware.efficiency is None:
             arch = {k: {kk: vv for kk, vv in v.items() if kk != "legacy_kernel_factor"}
                     for k, v in self.architectures.items()}
-            native = self._generic(hardware, arch).compute
+            native = self._generic(hardware, arch, stack).compute
         out = prof.apply(eff, native)
         factor = NATIVE_GEMM_FACTOR.get(architecture_of(hardware) or "", 1.0) \
             if prof.native_kernels and hardware.efficiency is None else 1.0
@@ -408,8 +422,15 @@ def table_from_dict(data: dict, source: str = "") -> EfficiencyTable:
     mt = efficiency_table.memory_type_values(data)
     mt_rows = {k: int(v.get("rows", 0)) for k, v in data.get("memory_type", {}).items()
                if isinstance(v, dict)}
+    stack_classes = {}
+    for name, vals in efficiency_table.stack_class_values(data).items():
+        cls = _class(name)
+        try:
+            stack_classes[cls] = replace(classes[cls], **vals)
+        except ConfigError as e:
+            raise ConfigError(f"efficiency.toml: [stack_class.{name}]: {e}") from None
     return EfficiencyTable(classes, frameworks, rows, source, mt,
-                           efficiency_table.architecture_values(data), mt_rows)
+                           efficiency_table.architecture_values(data), mt_rows, stack_classes)
 
 
 def _profile(name: str, entry) -> FrameworkProfile:
@@ -528,6 +549,15 @@ HEADER = """\
 #                  the consumer GPUs' kernels, take theirs with compute. One value covers the
 #                  May 2024 notebook rows (dequantise + FP16 cuBLAS) and the 2025 MMQ rows
 #                  (measurements.CUBLAS_PROMPT_BUILDS: the what-if that splits them).
+# [stack_class.*]  per class, the GEMM fractions (compute, attention_compute, quant_compute,
+#                  expert_half_tokens) every stack but llama.cpp applies its profile to, where
+#                  they differ from [class.*]: those of the class fit without llama.cpp's build
+#                  rules (a pre-June-2024 CUDA build's prompt GEMMs in whole waves over the SMs,
+#                  measurements.PROMPT_GEMM_WAVES; its layer split's prompt pipeline). The rules
+#                  time llama.cpp's prompt passes only, so the fit runs without them and then
+#                  refits only the [class.*] GEMM fractions of the classes with rows they time,
+#                  every other value held (fitting.BUILD_RULES): the other stacks' profiles
+#                  and effective values are those of the fit without the rules.
 # [memory_type.*]  memory, kv_read per memory technology (HBM*, GDDR*, LPDDR*; refresh, bank
 #                  conflicts and controller efficiency differ by technology, not by vendor).
 # [architecture.*] legacy_kernel_factor: fraction of a generation's dense peak reached by GEMM
@@ -660,6 +690,14 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
             lines.append(f"prompt_ubatch_tokens = {_fmt(e.prompt_ubatch_tokens)}")
         lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]
         lines += [f"rows = {table.class_rows[cls]}", ""]
+    for cls in HardwareClass:
+        e, own = table.stack_classes.get(cls), table.classes.get(cls)
+        if e is None or own is None or not table.class_rows.get(cls):
+            continue
+        diff = [k for k in efficiency_table.STACK_CLASS_KEYS if getattr(e, k) != getattr(own, k)]
+        if diff:
+            lines.append(f"[stack_class.{cls.value}]")
+            lines += [f"{k} = {_fmt(getattr(e, k))}" for k in diff] + [""]
     for name, vals in sorted(table.memory_types.items()):
         lines.append(f'[memory_type."{name}"]')
         lines += [f"{k} = {_fmt(v)}" for k, v in vals.items()]

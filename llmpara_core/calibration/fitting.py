@@ -39,11 +39,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import measurements as validation
 from .efficiency import (FRAMEWORKS, UBATCH_STACKS, EfficiencyTable, FrameworkProfile,
                          architecture_of, memory_type_of)
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
 from ..budget import check_time_budget
+from ..efficiency_table import STACK_CLASS_KEYS
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIELDS, Efficiency,
                         HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
                         memory_family)
@@ -86,6 +88,21 @@ MIN_PREFILL_DEVICES = 2
 GEMM_HALF_START = 32.0
 GEMM_HALF_BOUNDS = (1.0, 4096.0)
 REFERENCE_FRAMEWORK = "llama.cpp"
+# The reference stack's build rules (issue 27): ``measurements.PROMPT_GEMM_WAVES`` (a
+# pre-June-2024 llama.cpp CUDA build's prompt GEMMs tiled in whole waves over the SMs) and
+# ``parallel.evaluation.PROMPT_PIPELINE`` (its layer split pipelines a prompt's micro-batches).
+# Both time llama.cpp's prompt passes only: the wave rule its single-device prompt rows of such
+# builds (``measurements.tiled_prompt_gemms``), the pipeline its layer-split prompt rows (no
+# class-fit row: those are single-device). No decode row and no other stack's row is timed by
+# either. So the fit (``fit_table``) is run with the wave rule off -- every class, memory
+# technology, architecture and streaming value, and every stack profile, as without the rules
+# -- and then only what the rules act on is refitted with it on: each class's GEMM fractions
+# (``fit_gemm_fractions``), every other value held. The stacks other than llama.cpp keep the
+# GEMM fractions they were fitted against (``EfficiencyTable.stack_classes``, written as
+# ``[stack_class.*]``): their rows are not timed by the rules, so their effective values are
+# those of the fit without them. With both rules off the two sets are the same.
+BUILD_RULES = ("measurements.PROMPT_GEMM_WAVES", "parallel.evaluation.PROMPT_PIPELINE")
+GEMM_FIELDS = STACK_CLASS_KEYS       # the GEMM fractions the rules refit
 # Kernel launch overhead is a property of the runtime (CUDA driver, graph launch), not of the
 # memory: datacenter GPUs reuse the consumer GPUs' fitted value. Fitting it on the A100 rows
 # alone (two model sizes) trades it against the bandwidth fraction and the KV-read fraction:
@@ -228,6 +245,57 @@ def fit_class(feats: list[RowFeatures], base: Efficiency,
         return loss(z, True)
     full[gemm + [len(full) - 1]] = minimise(gemm_loss, full[gemm + [len(full) - 1]])
     return _unpack(full, base, fit_compute, overhead_s, fit_quant, True)
+
+
+def fit_gemm_fractions(feats: list[RowFeatures], base: Efficiency,
+                       donor: Efficiency | None = None) -> Efficiency:
+    """``base`` (a fitted class) with only its GEMM fractions -- ``compute``,
+    ``attention_compute`` and, where ``fit_class`` fits them on these rows, ``quant_compute``
+    and ``expert_half_tokens`` -- refitted on ``feats`` with the same loss, every other value
+    held (the refit of the build rules, ``BUILD_RULES``). A GEMM fraction these rows do not pin
+    is ``donor``'s where the class takes it from one (``SHARED_OVERHEAD``, as ``_start``),
+    else held; ``base`` itself where the rows pin none."""
+    prefill = [f.row for f in feats if f.row.measurement.metric != "decode_tok_s"]
+    fit_compute = (len(prefill) >= MIN_PREFILL_ROWS
+                   and len({r.hardware.slug for r in prefill}) >= MIN_PREFILL_DEVICES)
+    fit_quant = fit_compute and len(paired_quant_devices(prefill)) >= MIN_PREFILL_DEVICES
+    fit_half = fit_compute and len(moe_prefill_devices(prefill)) >= MIN_PREFILL_DEVICES
+    if donor is not None:
+        base = replace(base, **{k: getattr(donor, k) for k, fitted in (
+            ("compute", fit_compute), ("attention_compute", fit_compute),
+            ("quant_compute", fit_quant), ("expert_half_tokens", fit_half)) if not fitted})
+    if not fit_compute:
+        return base
+    meas = np.array([f.row.measurement.value for f in feats])
+    w = weights([f.row for f in feats])
+    clocks = [_clock(f.row.hardware) for f in feats]
+
+    def unpack(y) -> Efficiency:
+        vals = {"compute": _sigmoid(y[0]), "attention_compute": _sigmoid(y[1])}
+        if fit_quant:
+            vals["quant_compute"] = _sigmoid(y[2])
+        if fit_half:
+            vals["expert_half_tokens"] = float(np.clip(math.exp(y[-1]), *GEMM_HALF_BOUNDS))
+        return replace(base, **vals)
+
+    def loss(y) -> float:
+        check_time_budget()
+        eff = unpack(y)
+        pred = np.array([f.predict(_at_clock(eff, c)) for f, c in zip(feats, clocks)])
+        prior = PRIOR_WEIGHT * (math.log(eff.kv_read) ** 2
+                                + math.log(eff.attention_compute) ** 2
+                                + math.log(eff.quant_compute) ** 2)
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w)) + prior
+    y = [_logit(base.compute), _logit(base.attention_compute)]
+    y += [_logit(min(base.quant_compute, 0.9))] if fit_quant else []
+    y += [math.log(base.expert_half_tokens or GEMM_HALF_START)] if fit_half else []
+    y = nelder_mead(loss, np.array(y), step=1.0)
+    for _ in range(RESTARTS):
+        y_new = nelder_mead(loss, y, step=0.2)
+        if not loss(y_new) < loss(y) - 1e-9:
+            break
+        y = y_new
+    return unpack(y)
 
 
 def moe_prefill_devices(prefill: list[Mapped]) -> set[str]:
@@ -536,15 +604,23 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
     # donors first; a class fitted in ``base`` is refitted or reset (values fitted on other
     # rows never survive a refit: no leak in leave-one-device-out)
     todo = set(by_cls) | ({c for c, n in base.class_rows.items() if n} if classes_too else set())
-    table = _fit_reference(rows, base, by_cls, todo, None, classes_too)
-    limits = fit_stream_limits(rows, table) if by_cls else None
+    rules = validation.PROMPT_GEMM_WAVES
+    with validation.prompt_gemm_waves(False):     # the build rules: see BUILD_RULES
+        table = _fit_reference(rows, base, by_cls, todo, None, classes_too)
+        limits = fit_stream_limits(rows, table) if by_cls else None
+        if limits:
+            # refitted with the bound: only the classes that carry it change
+            table = _fit_reference(rows, table, by_cls, todo & set(STREAM_CLASSES), limits,
+                                   classes_too)
+    if by_cls:
+        table = replace(table, stack_classes={})
+        if rules:
+            table = _fit_build_rules(table, by_cls, todo)
     if limits:
-        # refitted with the bound: only the classes that carry it change
-        table = _fit_reference(rows, table, by_cls, todo & set(STREAM_CLASSES), limits,
-                               classes_too)
         # the classes held it while the fit ran; it is the reference stack's (its kernels'),
         # not the generic estimate's
-        table = replace(table, classes=_with_stream(table.classes, None))
+        table = replace(table, classes=_with_stream(table.classes, None),
+                        stack_classes=_with_stream(table.stack_classes, None))
         stream = dict(zip(STREAM_FIELDS, limits))
     elif by_cls:
         stream = {}          # too few rows to pin a bound
@@ -592,6 +668,32 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
                 fws.update(fit_energy_profiles(replace(table, frameworks=dict(fws)), fws,
                                                energy))
     return replace(table, frameworks=fws)
+
+
+def _fit_build_rules(table: EfficiencyTable, by_cls: dict, todo: set) -> EfficiencyTable:
+    """``table`` (fitted with the build rules off) with the GEMM fractions of each class that
+    has rows the wave rule times (or takes GEMM fractions from a class refitted here,
+    ``SHARED_OVERHEAD``) refitted with the rules on (``fit_gemm_fractions``, ``BUILD_RULES``);
+    the values fitted with them off go to ``stack_classes`` where they differ, for the other
+    stacks' profiles."""
+    classes, stack = dict(table.classes), {}
+    for cls in sorted(todo, key=lambda c: (c in SHARED_OVERHEAD, c.value)):   # donors first
+        rs = by_cls.get(cls, [])
+        donor = SHARED_OVERHEAD.get(cls)
+        touched = any(validation.tiled_prompt_gemms(r) for r in rs) or donor in stack
+        if touched and not table.class_rows.get(cls) and donor in stack:
+            # not fitted: its GEMM fractions are the donor's (``_start``), refitted or not
+            new = replace(classes[cls], **{k: getattr(classes[donor], k) for k in GEMM_FIELDS})
+            if new != classes[cls]:
+                stack[cls], classes[cls] = classes[cls], new
+            continue
+        if not (touched and fittable(rs) and table.class_rows.get(cls)):
+            continue
+        new = fit_gemm_fractions([features(r) for r in rs], classes[cls],
+                                 classes[donor] if donor in stack else None)
+        if new != classes[cls]:
+            stack[cls], classes[cls] = classes[cls], new
+    return replace(table, classes=classes, stack_classes=stack)
 
 
 def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo: set,

@@ -22,6 +22,7 @@ Rows that cannot be mapped are returned as :class:`Skipped` with the reason, nev
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import functools
@@ -269,7 +270,8 @@ def _devices(m: Measurement, hw: Hardware, framework: str | None
     if "tensor" in par:
         return hw, n, 1, (f"{note}, tensor parallel",)
     if "layer" in par or "pipeline" in par:
-        return hw, 1, n, (f"{note}, layer split (pipeline stages run one after another)",)
+        return hw, 1, n, (f"{note}, layer split (one sequence: decode passes the stages in turn, "
+                           "a prompt's micro-batches pipeline over them)",)
     raise ConfigError(f"parallelism {m.parallelism!r} across {n} devices is not modelled")
 
 
@@ -421,16 +423,24 @@ LLAMA_CPP_BUILD_DATES = {"github XiongjieDai/GPU-Benchmarks-on-LLM-Inference": "
 # so no wave runs part-idle. cuBLAS's tiled GEMMs fill the SMs in whole waves
 # (roofline.wave_flops_factor).
 CUBLAS_PROMPT_UNTIL = "2024-06-23"
-# Issue 27's wave rule for the pre-June-2024 llama.cpp rows' prompt GEMMs. OFF by default: with
-# it and evaluation.PROMPT_PIPELINE on and the whole table refitted (branch wave27 at b056e61:
-# python scripts/fit_efficiency.py, scripts/fit_energy.py), `llmpara validate --loo` gave
-# prefill held out 9.0 -> 7.1 % (consumer GPUs 13.5 -> 12.3 %, datacenter 25.0 -> 9.8 %, the
-# A100s' 18 llama.cpp rows 12.7 %), batch 1 5.4 -> 5.4 %, batched 10.4 -> 10.5 %; but the refit
-# moved the class fit the serving profiles scale: serving max-load --loo 10.1 -> 10.5 %, MLPerf
-# 9.5 -> 9.4 %, TP series 2.7 -> 3.5 % in sample (3.4 -> 3.8 % held out), and
-# tests/test_energy.py's component energy model with measured time out of its bound (median
-# |log| 0.24 > 0.20). Kept off for that; turn both on and refit to use it.
-PROMPT_GEMM_WAVES = False
+# Issue 27's wave rule for the pre-June-2024 llama.cpp rows' prompt GEMMs. On (with
+# parallel.evaluation.PROMPT_PIPELINE): the fit refits only the class GEMM fractions with it
+# (fitting.BUILD_RULES), so every stack but llama.cpp keeps the values it had without it.
+# Off: those rows' prompt GEMMs timed without tile and wave quantisation (the model before the
+# rule). Figures: README "What limits prefill" and scripts/fit_efficiency.py's docstring.
+PROMPT_GEMM_WAVES = True
+
+
+@contextlib.contextmanager
+def prompt_gemm_waves(on: bool):
+    """``PROMPT_GEMM_WAVES`` set to ``on`` inside the block (the fit runs part of itself with
+    the rule off: ``fitting.BUILD_RULES``)."""
+    global PROMPT_GEMM_WAVES
+    saved, PROMPT_GEMM_WAVES = PROMPT_GEMM_WAVES, on
+    try:
+        yield
+    finally:
+        PROMPT_GEMM_WAVES = saved
 
 
 # CUDA graphs in llama.cpp's layer split (issue 27). llama.cpp's CUDA back end captures a

@@ -184,9 +184,10 @@ def _multi_device_reason(row, fast: bool) -> str:
                 "stack's fitted stage hop (host hand-off and synchronisation)" if fast else
                 "layer split across devices (first-order pipeline model)")
     if row.pp > 1:
-        return ("layer split: the prompt passes the stages in turn" if fast else
-                "layer split: llama.cpp pipelines prompt micro-batches across the devices "
-                "(one batch here)")
+        return ("layer split: this run's prompt micro-batches overlap across the devices less "
+                "than the pipeline modelled (llama.cpp PR #6017)" if fast else
+                "layer split: the prompt's micro-batches overlap across the devices more than "
+                "modelled")
     stack = row.measurement.framework or "the stack"
     return (f"tensor parallel over {row.tp} devices: {stack} synchronises more often (or over "
             "a slower path) than the modelled all-reduces" if fast else

@@ -190,7 +190,8 @@ def energy_params(hardware: Hardware, dtype: DType, efficiency: Efficiency | Non
                   sizes: dict[str, float] | None = None) -> EnergyParams:
     """Energy constants of ``hardware`` running matmuls in ``dtype``.
 
-    ``efficiency`` (default: the device's own -- what every scenario uses, whatever its stack)
+    ``efficiency`` (default: the device's own -- what every scenario uses, whatever its stack:
+    ``Hardware.silicon_efficiency``, its class's GEMM fractions averaged over their waves)
     sets the estimated roofline on which e_flop is calibrated to TDP; ``sizes`` = {"weight",
     "kv", "act": bytes} places data on tiered devices.
     """
@@ -202,7 +203,10 @@ def energy_params(hardware: Hardware, dtype: DType, efficiency: Efficiency | Non
         notes.append(f"static {static:g} W = idle + {cls['active_increment_W']:g} W active "
                      f"increment ({hardware.hw_class.value})")
     e_w, e_kv, e_act, e_main = _memory_j_per_byte(hardware, sizes, notes)
-    eff = efficiency or hardware.effective_efficiency
+    # the wave-averaged GEMM fractions, not the reference stack's within a full wave: e_flop
+    # calibrated on the latter (class compute 0.38 -> 0.63 on datacenter GPUs) put the
+    # component model 11.7 -> 15.6 % off the ML.ENERGY rows' J per token (branch prefill28)
+    eff = efficiency or hardware.silicon_efficiency
     tdp = hardware.tdp_w
     by_dtype = []
     calibrated = False

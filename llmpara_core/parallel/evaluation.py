@@ -372,10 +372,9 @@ def _stage_passes(ctx: _Ctx, memory: bool = True) -> list[_StagePass]:
     return [_stage_pass(ctx, s, lo, hi, memory) for s in range(len(ctx.stage_models))]
 
 
-# Issue 27's layer-split prompt pipeline. OFF by default (with measurements.PROMPT_GEMM_WAVES:
-# the figures and why are there); off, a layer split's prompt runs its micro-batches one after
-# another through the stages.
-PROMPT_PIPELINE = False
+# Off: a layer split's prompt runs its micro-batches one after another through the stages (the
+# model before issue 27's pipeline rule).
+PROMPT_PIPELINE = True
 
 
 def prompt_chunks(ctx: _Ctx) -> int:

@@ -14,7 +14,9 @@ the 20-row summary.
     PYTHONPATH=. python -m llmpara_core validate --regime mlperf --time-budget 3000 \\
         --format csv > base.csv
     python scripts/mlperf_moe_whatif.py --base-csv base.csv
-    python scripts/mlperf_moe_whatif.py --maxload      # max-load MoE rows, off vs on
+    python scripts/mlperf_moe_whatif.py --maxload [--base-csv maxload.csv]
+                                   # max-load MoE rows off vs on (all rows with the csv of
+                                   # validate --regime serving-maxload --format csv)
 
 Measured on branch mlperf28 (main b480454 + this switch):
   MLPerf pass check (scripts/mlperf_step_check.py, log TPOT / model pass): Mixtral H100 /
@@ -83,7 +85,9 @@ def mlperf_whatif(base_csv: str | None) -> None:
         _groups(rows, on)
 
 
-def maxload_whatif(sample: int) -> None:
+def maxload_whatif(sample: int, base_csv: str | None) -> None:
+    """The max-load MoE rows off vs on; with ``base_csv`` (``validate --regime
+    serving-maxload --format csv`` of this commit) also every row, the others read from it."""
     from llmpara_core.serving import validation
     rows = [r for r in validation.load_rows(validation.SHIPPED_MAX_LOAD) if r.moe][::sample]
     out = {}
@@ -95,6 +99,11 @@ def maxload_whatif(sample: int) -> None:
     serving_cost.MOE_ROUTING_KERNELS = False
     for flag in (False, True):
         print(f"max-load MoE rows, switch {'on' if flag else 'off'}: {_summary(out[flag])}")
+    if base_csv:
+        with open(base_csv, newline="") as fh:
+            base = {r["row_id"]: float(r["error"]) for r in csv.DictReader(fh) if r["error"]}
+        print(f"max-load all rows, switch off: {_summary(base)}")
+        print(f"max-load all rows, switch on:  {_summary({**base, **out[True]})}")
 
 
 def main(argv=None) -> None:
@@ -104,7 +113,7 @@ def main(argv=None) -> None:
     ap.add_argument("--sample", type=int, default=1)
     a = ap.parse_args(argv)
     if a.maxload:
-        maxload_whatif(a.sample)
+        maxload_whatif(a.sample, a.base_csv)
     else:
         mlperf_whatif(a.base_csv)
 

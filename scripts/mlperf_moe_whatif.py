@@ -1,5 +1,5 @@
-"""What-if: TensorRT-LLM's MoE routing kernels in the serving cost (``serving.cost.
-MOE_ROUTING_KERNELS``), on the MLPerf v4.1 rows (``presets/tables/mlperf_serving.csv``;
+"""TensorRT-LLM's MoE routing kernels in the serving cost (``serving.cost.
+MOE_ROUTING_KERNELS``, shipped on since branch mlperf28), off against on, on the MLPerf v4.1 rows (``presets/tables/mlperf_serving.csv``;
 nothing is fitted on them) and, with ``--maxload``, on the shared max-load rows of MoE models.
 
 The switch adds, per MoE layer and pass, the permute (``expandInputRowsKernel``: T x h read,
@@ -8,8 +8,8 @@ forward pass) and four launches (top-k softmax, the expert-id radix sort, the pe
 offsets, the permute) -- the kernels of ``CutlassMoeFCRunner::runMoe`` (github
 NVIDIA/TensorRT-LLM@03cff08f1494: cpp/tensorrt_llm/kernels/mixtureOfExperts/moe_kernels.cu).
 Only MoE rows change, so only those are simulated; the other rows' errors are read from a
-``validate --regime mlperf --format csv`` file of the same commit (``--base-csv``) to give
-the 20-row summary.
+``validate --regime mlperf --format csv`` file of the switch-off state (``--base-csv``: main
+b480454, or this code with ``MOE_ROUTING_KERNELS = False``) to give the 20-row summary.
 
     PYTHONPATH=. python -m llmpara_core validate --regime mlperf --time-budget 3000 \\
         --format csv > base.csv
@@ -17,11 +17,18 @@ the 20-row summary.
     python scripts/mlperf_moe_whatif.py --maxload [--base-csv maxload.csv]
                                    # max-load MoE rows off vs on (all rows with the csv of
                                    # validate --regime serving-maxload --format csv)
+    python scripts/mlperf_moe_whatif.py --refit        # release factors refitted, off / on
 
 Measured on branch mlperf28 (main b480454 + this switch):
   MLPerf pass check (scripts/mlperf_step_check.py, log TPOT / model pass): Mixtral H100 /
-  Dell XE8640 / H200 1.112 / 1.091 / 1.098 -> 1.095 / 1.074 / 1.085 (+1.5 ms of ~90-126 ms).
-  MLPerf and max-load figures: see the report printed by this script (README, MLPerf).
+  Dell XE8640 / H200 1.11 / 1.09 / 1.10 -> 1.09 / 1.07 / 1.08 (+1.5 ms of ~90-126 ms).
+  MLPerf (--base-csv): 9.5 -> 9.0 %, signed +9.5 -> +9.0 % (Offline 9.5 -> 9.5 %, Server
+  9.9 -> 9.0 %, H100 12.0 -> 10.7 %); Mixtral H100 / Dell / H200 Offline +15.9 / +13.2 / +20.5
+  -> +14.0 / +11.3 / +19.2 %, Server +10.8 / +7.5 / +11.6 -> +9.1 / +5.8 / +10.2 %.
+  Max-load (--maxload --base-csv, in sample, factors as shipped): MoE rows 9.5 -> 10.2 %
+  (signed -2.3 -> -4.3 %, 391 rows), all rows 8.9 -> 8.9 % (signed +1.2 -> +0.8 %).
+  Refit (--refit): MoE factor of 0.11-0.12 1.13 (off) -> 1.12 (on; shipped 1.12); in sample
+  8.9 % either way (signed +2.0 / +1.2 %).
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from llmpara_core.serving import cost as serving_cost, mlperf  # noqa: E402
+
+SHIPPED = serving_cost.MOE_ROUTING_KERNELS
 
 
 def _summary(errs: dict) -> str:
@@ -71,7 +80,7 @@ def mlperf_whatif(base_csv: str | None) -> None:
         comps = mlperf.compare([rows[i] for i in moe])
         for i, c in zip(moe, comps):
             (on if flag else base)[i] = c.error
-    serving_cost.MOE_ROUTING_KERNELS = False
+    serving_cost.MOE_ROUTING_KERNELS = SHIPPED
     print("MLPerf v4.1 rows, error = predicted / measured - 1 (MoE rows simulated; others "
           f"{'from ' + base_csv if base_csv else 'not shown'})")
     for i in moe:
@@ -96,7 +105,7 @@ def maxload_whatif(sample: int, base_csv: str | None) -> None:
         validation.predict.cache_clear()
         res = validation.compare(rows)
         out[flag] = {c.row.row_id: c.error for c in res if c.error is not None}
-    serving_cost.MOE_ROUTING_KERNELS = False
+    serving_cost.MOE_ROUTING_KERNELS = SHIPPED
     for flag in (False, True):
         print(f"max-load MoE rows, switch {'on' if flag else 'off'}: {_summary(out[flag])}")
     if base_csv:
@@ -106,13 +115,42 @@ def maxload_whatif(sample: int, base_csv: str | None) -> None:
         print(f"max-load all rows, switch on:  {_summary({**base, **out[True]})}")
 
 
+def refit_whatif(requests: int) -> None:
+    """The release factors refitted on every max-load row (``stack_version.fit``, the method of
+    scripts/fit_stack_versions.py, duty as shipped) with the switch off and on: the MoE
+    factors and the in-sample figure (the MoE rows re-recorded with the switch on)."""
+    from llmpara_core.serving import duty_fit, stack_version as V, validation
+    rows = validation.load_rows(validation.SHIPPED_MAX_LOAD)
+    serving_cost.MOE_ROUTING_KERNELS = False
+    off = duty_fit.record(rows, requests)
+    serving_cost.MOE_ROUTING_KERNELS = True
+    try:
+        on_by = {r.row_id: (r, p) for r, p in duty_fit.record([r for r in rows if r.moe],
+                                                               requests)}
+    finally:
+        serving_cost.MOE_ROUTING_KERNELS = SHIPPED
+    on = [on_by.get(r.row_id, (r, p)) for r, p in off]
+    duty = serving_cost.TENSOR_DUTY
+    for name, rec in (("off", off), ("on", on)):
+        table = V.fit(rec, duty)
+        moe = {k[0]: v for k, v in table.items() if k[1] == "moe"}
+        print(f"switch {name}: refitted MoE factors {moe}; in sample "
+              f"{V.summary(V.errors(rec, duty, table))} (shipped factors "
+              f"{V.summary(V.errors(rec, duty, V.TIME_SCALE))})")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-csv", help="validate --regime mlperf --format csv of this commit")
     ap.add_argument("--maxload", action="store_true")
     ap.add_argument("--sample", type=int, default=1)
+    ap.add_argument("--refit", action="store_true",
+                    help="release factors refitted on the max-load rows, switch off and on")
     a = ap.parse_args(argv)
-    if a.maxload:
+    if a.refit:
+        from llmpara_core.serving.validation import MAX_LOAD_REQUESTS
+        refit_whatif(MAX_LOAD_REQUESTS)
+    elif a.maxload:
         maxload_whatif(a.sample, a.base_csv)
     else:
         mlperf_whatif(a.base_csv)

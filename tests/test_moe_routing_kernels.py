@@ -1,6 +1,6 @@
-"""TensorRT-LLM's MoE routing kernels in the serving cost (``serving.cost.MOE_ROUTING_KERNELS``,
-a what-if switched off by default): the permute's and fc1's extra activation traffic and four
-launches per MoE layer, added to the iteration's compute time; nothing for dense models."""
+"""TensorRT-LLM's MoE routing kernels in the serving cost (``serving.cost.MOE_ROUTING_KERNELS``):
+the permute's and fc1's extra activation traffic and four launches per MoE layer, added to the
+iteration's compute time; nothing for dense models; False gives the cost as before."""
 
 import numpy as np
 import pytest
@@ -32,8 +32,9 @@ def _times(cost, rows, on):
     return cost.time_s(F, 8)
 
 
-def test_off_by_default():
-    assert serving_cost.MOE_ROUTING_KERNELS is False
+def test_shipped_on():
+    """On in the shipped state (issue 31: MLPerf 9.5 -> 9.0 %, max-load held out 9.9 -> 9.8 %)."""
+    assert serving_cost.MOE_ROUTING_KERNELS is True
 
 
 def test_routing_cost_is_permute_traffic_and_launches(switch):

@@ -1,6 +1,8 @@
-"""TensorRT-LLM's MoE routing kernels in the serving cost (``serving.cost.
-MOE_ROUTING_KERNELS``, shipped on since branch mlperf28), off against on, on the MLPerf v4.1 rows (``presets/tables/mlperf_serving.csv``;
-nothing is fitted on them) and, with ``--maxload``, on the shared max-load rows of MoE models.
+"""TensorRT-LLM's MoE routing kernels in the serving cost, off against on.
+
+``serving.cost.MOE_ROUTING_KERNELS`` (shipped on since branch mlperf28), on the MLPerf v4.1
+rows (``presets/tables/mlperf_serving.csv``; nothing is fitted on them) and, with
+``--maxload``, on the shared max-load rows of MoE models.
 
 The switch adds, per MoE layer and pass, the permute (``expandInputRowsKernel``: T x h read,
 k T x h written), fc1's read of the k T x h permuted rows (counted once per token by the

@@ -146,8 +146,9 @@ INTERKERNEL_ACTIVATION_BITS: float | None = 16.0
 # Refitted on all rows with it (scripts/fit_stack_versions.py's method) the 0.11-0.12 MoE factor
 # goes 1.13 -> 1.12 (shipped 1.12), so the MLPerf figure stands. Max-load leave-one-GPU-out
 # (validate --regime serving-maxload --loo: duty, reserve and release factors refitted per
-# fold) 9.9 % (main b480454, the figure of issue 31's brief) -> 9.8 % (signed +0.2 %; TP1 / 2 /
-# 4 / 8 8.3 / 7.2 / 13.2 / 11.4 %). So it is on. False: the state before.
+# fold) 9.9 % (signed +0.6 %; TP1 / 2 / 4 / 8 8.3 / 7.4 / 13.4 / 11.3 %; switch off, = main
+# b480454) -> 9.8 % (signed +0.2 %; 8.3 / 7.2 / 13.2 / 11.4 %). So it is on. False: the state
+# before.
 MOE_ROUTING_KERNELS = True
 MOE_ROUTING_LAUNCHES = 4
 _NO_COMM = 0.0      # the collective time of a stage that has none (``_stage_parts``)

@@ -179,6 +179,10 @@ with c2:
         if ic.devices_per_socket is not None:
             link += (f"; {ic.devices_per_socket} per CPU socket, socket link "
                      f"{sig(ic.socket_bandwidth_bytes_per_s / BYTES_PER_GB)} GB/s (NCCL's figure)")
+        if ic.host_cpu is not None:
+            link += (f"; {ic.host_cpu.value.upper()} host: NCCL's default runs rings without "
+                     "GPU peer-to-peer (through host memory) "
+                     + ("above two GPUs" if ic.host_cpu.value == "amd" else "across host bridges"))
         st.caption(escape_md(link))
 
 max_dev = ic.devices if ic else 1024

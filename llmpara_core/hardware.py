@@ -84,6 +84,13 @@ class LinkKind(Enum):
     PCIE = "pcie"
 
 
+class HostCpu(Enum):
+    """The vendor of a PCIe board's host CPUs, where it changes whether NCCL lets its GPUs talk
+    peer-to-peer through the CPU (``parallel.collectives.nccl_ring_uses_shm``)."""
+    AMD = "amd"
+    INTEL = "intel"
+
+
 # Extra kernels per quantised matmul a hardware file may state (efficiency.act_quant_kernels).
 MAX_ACT_QUANT_KERNELS = 8.0
 # A compute unit streaming more than 1 kB per cycle is not a GPU (an SM's L1 moves ~128 B).
@@ -348,6 +355,10 @@ class Interconnect:
     # crosses that link once per direction (``parallel.collectives.nccl_bus_bytes_per_s``).
     devices_per_socket: int | None = None
     socket_bandwidth_bytes_per_s: float | None = None
+    # A PCIe board's host CPU vendor (``HostCpu``): NCCL's default P2P level depends on it, and
+    # where P2P is off its rings go through host memory (``parallel.collectives``). None: not
+    # stated (P2P, NCCL's PCIe link bandwidth).
+    host_cpu: "HostCpu | None" = None
 
     def __post_init__(self):
         check_float("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s,
@@ -378,6 +389,13 @@ class Interconnect:
                               "socket_bandwidth go together (a board over several sockets)")
         if self.devices_per_socket is not None:
             _check_devices(self.devices_per_socket)
+        if self.host_cpu is not None:
+            if not isinstance(self.host_cpu, HostCpu):
+                raise ConfigError(f"interconnect.host_cpu must be a HostCpu, got "
+                                  f"{self.host_cpu!r}")
+            if self.link is not LinkKind.PCIE:
+                raise ConfigError("interconnect.host_cpu describes a PCIe board's host: it "
+                                  "needs link pcie")
 
     def group_bandwidth_bytes_per_s(self, n: int) -> float:
         """Unidirectional link bandwidth [B/s] a device can use in a collective among ``n``

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import ConfigError, did_you_mean, short
 from .hardware import (CLASS_DEFAULTS, MAX_ACT_QUANT_KERNELS, MAX_STREAM_BYTES_PER_CU_CYCLE,
                        STREAM_FIELDS, Architecture, Efficiency, Hardware, HardwareClass, Interconnect,
-                       LinkKind, MemoryTier, MemoryType, Topology)
+                       HostCpu, LinkKind, MemoryTier, MemoryType, Topology)
 from .precision import DType
 from .safeio import read_toml_file
 from .units import (BYTES_PER_GB, BYTES_PER_GIB, BYTES_PER_MIB, FLOPS_PER_TFLOP, J_PER_PJ,
@@ -46,7 +46,7 @@ _CLASS_KEPT = ("act_quant_kernels", "quant_compute") + STREAM_FIELDS
 TIER_KEYS = ("name", "capacity_GB", "bandwidth_GBps", "energy_pJ_per_byte", "latency_ns")
 INTERCONNECT_KEYS = ("bandwidth_GBps", "latency_us", "topology", "devices",
                      "inter_node_bandwidth_GBps", "inter_node_latency_us", "devices_per_node",
-                     "peer_bandwidth_GBps", "link", "devices_per_socket",
+                     "peer_bandwidth_GBps", "link", "devices_per_socket", "host_cpu",
                      "socket_bandwidth_GBps")
 
 # The main memory's capacity, in exactly one of these units (key -> bytes per unit): decimal GB
@@ -297,7 +297,8 @@ def _interconnect(data: dict, origin: str) -> Interconnect | None:
         peer_bandwidth_bytes_per_s=_scaled(peer_bw, BYTES_PER_GB),
         link=_choice(table, "link", LinkKind, origin, p + "link", required=False),
         devices_per_socket=per_socket,
-        socket_bandwidth_bytes_per_s=_scaled(socket_bw, BYTES_PER_GB))
+        socket_bandwidth_bytes_per_s=_scaled(socket_bw, BYTES_PER_GB),
+        host_cpu=_choice(table, "host_cpu", HostCpu, origin, p + "host_cpu", required=False))
 
 
 def _capacity(data: dict, origin: str) -> float:
@@ -491,6 +492,8 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         if ic.devices_per_socket is not None:
             link["devices_per_socket"] = ic.devices_per_socket
         _put(link, "socket_bandwidth_GBps", ic.socket_bandwidth_bytes_per_s, BYTES_PER_GB)
+        if ic.host_cpu is not None:
+            link["host_cpu"] = ic.host_cpu.value
         out["interconnect"] = link
     return out
 

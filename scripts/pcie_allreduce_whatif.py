@@ -13,6 +13,17 @@ Sensitivity to the unstated host, measured with a bound on the bus set directly:
 9.1 / 10.9 %, TP8 11.3 %; 10 GB/s (an Intel Skylake-Ice Lake host, SKL_QPI_BW) 10.0 / 11.9 %,
 TP8 18.8 %, signed -2.2 %; before the socket bound, every PCIe ring at half NCCL's PCIe
 bandwidth (a scale, pcie-bus0.5) 9.5 / 11.8 %, TP4 10.6 %, TP8 14.7 %, signed -5.4 %.
+
+NCCL's default P2P level on the preset's AMD host (issue 31, TP4; ``[interconnect] host_cpu``,
+``parallel.collectives.nccl_ring_uses_shm``: rings of more than two GPUs through host memory at
+NCCL_SHM_SHARE of NCCL's PCIe bandwidth), 1,794 rows, reserve 4 GiB, in sample / held out:
+pcie-p2p (rule off, P2P everywhere: the model before) 8.9 / 9.9 %, TP1/2/4/8 held out 8.2 / 7.4 /
+13.1 / 11.3 %, signed +0.6 %; base (rule on, share 0.67) 7.9 / 8.4 %, TP 9.0 / 6.6 / 7.7 /
+10.2 %, signed -0.0 % (held out, signed: A100 PCIe TP4 +13.5 -> -4.1 %, L40S TP4 +21.8 -> -2.1 %;
+L40S TP2, two rows on P2P, +36.0 % unchanged; NVLink groups move only through the refitted duty
+and release factors); over the cited
+range of the share (24-42 % SHM loss): pcie-shm0.58 9.0 / 10.4 %, TP 10.6 / 9.3 / 9.6 / 11.8 %,
+signed -3.7 %; pcie-shm0.76 8.0 / 9.3 %, TP 9.4 / 7.9 / 9.0 / 10.6 %, signed -0.9 %.
 """
 
 from __future__ import annotations

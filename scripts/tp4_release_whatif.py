@@ -49,6 +49,13 @@ Measured on main e007240 (NVLink PCIe path and 16-bit activations merged), 1,794
   the optimistic ones only in the releases above.
 * On the PCIe GPUs (A100 PCIe, L40S) TP4 is optimistic in every release (+18.7 to +26.9 %
   dense) while TP8 is not (-6.1 to +8.0 %): a PCIe topology effect at TP4, not a release one.
+  With NCCL's P2P level on the presets' AMD host (``[interconnect] host_cpu``: rings of more than
+  two GPUs through host memory, ``parallel.collectives.NCCL_SHM_SHARE``; branch tp4x28, same
+  command with ``--by-release``) PCIe TP4 dense is +3.9 / -1.0 / +2.1 / -3.0 % in 0.10 /
+  0.11-0.12 / 0.13-0.14 / 0.15-0.17, TP8 unchanged; the NVLink rows above do not move (no cited
+  change between 0.14 and 0.15 found in docs/source/release-notes.md: 0.12 removed
+  use_custom_all_reduce, 0.13 made multi_block_mode and use_fused_mlp default, 0.14 "Improved
+  customAllReduce performance", 0.15 turned on embedding sharing, 0.16 moved to NCCL 2.23.4).
 
 It is a fitted per-release constant on the collectives with no source that says 0.13 / 0.14
 ran slower all-reduces than later releases (only that TensorRT-LLM's all-reduce strategy

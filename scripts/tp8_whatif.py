@@ -80,6 +80,11 @@ VARIANTS: dict[str, dict] = {
     "pcie-no-socket": {f"{_P}:NCCL_SOCKET_BOUND": False},
     "pcie-bus0.5": {f"{_P}:PCIE_BUS_SCALE": 0.5},
     "pcie-bus0.25": {f"{_P}:PCIE_BUS_SCALE": 0.25},
+    # issue 31, TP4 on PCIe: NCCL's P2P level on the host (rings through host memory, SHM, at
+    # NCCL_SHM_SHARE of the PCIe bandwidth): off (P2P everywhere, the model before) and the
+    # share over the cited range (github NVIDIA/nccl PR #2080: 24-42 % loss)
+    "pcie-p2p": {f"{_P}:NCCL_HOST_P2P_RULE": False},
+    **{f"pcie-shm{r:g}": {f"{_P}:NCCL_SHM_SHARE": r} for r in (0.58, 0.62, 0.67, 0.72, 0.76)},
 }
 
 

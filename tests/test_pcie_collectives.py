@@ -1,7 +1,8 @@
 """Tensor-parallel all-reduce over PCIe (issue 31): NCCL's PCI latencies and no LL128
-(``Interconnect.link`` = pcie), its PCI link bandwidth, and the bound of a ring that spans the
-host's CPU sockets (``Interconnect.devices_per_socket`` / ``socket_bandwidth_bytes_per_s``).
-NVLink systems keep NCCL's NVLink model."""
+(``Interconnect.link`` = pcie), its PCI link bandwidth, the bound of a ring that spans the
+host's CPU sockets (``Interconnect.devices_per_socket`` / ``socket_bandwidth_bytes_per_s``), and
+NCCL's P2P level by host CPU (``Interconnect.host_cpu``: rings without P2P go through host
+memory). NVLink systems keep NCCL's NVLink model."""
 
 from dataclasses import replace
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from llmpara_core.errors import ConfigError
-from llmpara_core.hardware import Interconnect, LinkKind, Topology
+from llmpara_core.hardware import HostCpu, Interconnect, LinkKind, Topology
 from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
 from llmpara_core.parallel import ParallelPlan
 from llmpara_core.parallel import collectives as col
@@ -31,8 +32,9 @@ def test_pcie_presets_say_pcie_and_nvlink_presets_do_not():
 
 def test_pcie_bus_is_nccls_pci_link_bandwidth_and_the_socket_link_bounds_wide_rings():
     hw = load_hardware("8x-nvidia-l40s-pcie")
-    # Gen4 x16: NCCL's 24 GB/s of the 31.5 GB/s peak, on the preset's 31 GB/s
-    assert col.nccl_bus_bytes_per_s(hw, 4) == pytest.approx(31 * GB * 24 / 31.5)
+    # Gen4 x16: NCCL's 24 GB/s of the 31.5 GB/s peak, on the preset's 31 GB/s (a pair keeps
+    # P2P on the preset's AMD host)
+    assert col.nccl_bus_bytes_per_s(hw, 2) == pytest.approx(31 * GB * 24 / 31.5)
     # eight devices over two sockets of four: one channel at NCCL's 15 GB/s (AMD_BW 16)
     assert col.nccl_bus_bytes_per_s(hw, 8) == pytest.approx(15 * GB)
     assert col.nccl_socket_ring_bytes_per_s(16 * GB, "ampere") == 15 * GB
@@ -104,3 +106,43 @@ def test_link_fields_round_trip_and_bad_values_are_refused():
         Interconnect(31 * GB, 1e-6, Topology.RING, 8, devices_per_socket=4)
     with pytest.raises(ConfigError):
         replace(hw.interconnect, socket_bandwidth_bytes_per_s=-1.0)
+
+
+def test_nccl_p2p_level_by_host_cpu_sends_wider_rings_through_host_memory(monkeypatch):
+    hw = load_hardware("8x-nvidia-l40s-pcie")
+    ic = hw.interconnect
+    assert ic.host_cpu is HostCpu.AMD
+    pci = 31 * GB * 24 / 31.5
+    # AMD host: P2P for a pair, host memory (SHM) for four; eight also cross the socket link
+    assert not col.nccl_ring_uses_shm(ic, 2) and col.nccl_ring_uses_shm(ic, 4)
+    assert col.nccl_bus_bytes_per_s(hw, 4) == pytest.approx(pci * col.NCCL_SHM_SHARE)
+    assert col.nccl_bus_bytes_per_s(hw, 8) == pytest.approx(
+        min(15 * GB, pci * col.NCCL_SHM_SHARE))
+    # the cited range's middle (24-42 % loss)
+    assert col.NCCL_SHM_SHARE == pytest.approx(1 - (0.24 + 0.42) / 2)
+    # Intel host: no P2P across a host bridge, even for a pair
+    intel = replace(hw, interconnect=replace(ic, host_cpu=HostCpu.INTEL))
+    assert col.nccl_bus_bytes_per_s(intel, 2) == pytest.approx(pci * col.NCCL_SHM_SHARE)
+    # host not stated, or the rule switched off: P2P everywhere (the model before)
+    unstated = replace(hw, interconnect=replace(ic, host_cpu=None))
+    assert col.nccl_bus_bytes_per_s(unstated, 4) == pytest.approx(pci)
+    monkeypatch.setattr(col, "NCCL_HOST_P2P_RULE", False)
+    assert col.nccl_bus_bytes_per_s(hw, 4) == pytest.approx(pci)
+    assert col.nccl_bus_bytes_per_s(hw, 8) == pytest.approx(15 * GB)
+
+
+def test_host_cpu_round_trips_and_needs_a_pcie_link():
+    hw = load_hardware("8x-nvidia-l40s-pcie")
+    d = hardware_to_dict(hw)
+    assert d["interconnect"]["host_cpu"] == "amd"
+    assert hardware_from_dict(d, "test.toml") == hw
+    with pytest.raises(ConfigError, match="host_cpu"):
+        hardware_from_dict({**d, "interconnect": {**d["interconnect"], "host_cpu": "arm64"}},
+                           "test.toml")
+    with pytest.raises(ConfigError, match="needs link pcie"):
+        hardware_from_dict({**d, "interconnect": {**d["interconnect"], "link": "nvlink"}},
+                           "test.toml")
+    with pytest.raises(ConfigError, match="HostCpu"):
+        replace(hw.interconnect, host_cpu="amd")
+    # the NVLink presets state no host
+    assert load_hardware("8x-nvidia-h100-sxm-nvlink").interconnect.host_cpu is None

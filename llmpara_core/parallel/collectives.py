@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from ..hardware import Hardware, Interconnect, LinkKind, Topology
+from ..hardware import Hardware, HostCpu, Interconnect, LinkKind, Topology
 from .plan import divisors
 from ..precision import Precision
 from ..roofline import Rates, op_time_s, rates
@@ -72,6 +72,31 @@ NCCL_SOCKET_BOUND = True
 NCCL_PCIE_PATH = True
 # PCIE_BUS_SCALE: a sensitivity scale on a PCIe ring's bus bandwidth (what-if only, not a fit).
 PCIE_BUS_SCALE = 1.0
+# NCCL's P2P level (NVIDIA/nccl@04cdb808 src/graph/paths.cc, ncclTopoCheckP2p): "By default
+# don't use P2P across CPU Host Bridges and further apart" (PATH_PXB), except on AMD x86 hosts
+# when the communicator holds at most two GPUs (PATH_SYS; NCCL's topology holds the GPUs of the
+# communicator's ranks on the host: ncclTopoGetSystem, NVIDIA/nccl@b6475625 src/graph/topo.cc,
+# so a TP group of n GPUs counts n); the rule came with NCCL 2.23 ("Set P2P
+# level to PXB on AMD CPUs when using more than 2 GPUs per node ... P2P would cause a significant
+# performance degradation when using many GPUs, and therefore many interleaved data flows", the
+# 2.23 release commit message, quoted in github pytorch/pytorch PR #142179, "Update NCCL to
+# 2.23.4"); Intel hosts had PATH_PXB before too (NVIDIA/nccl@b6475625 paths.cc). A GPU pair
+# without P2P talks through host memory (ncclTopoComputePaths: "Divert all traffic through the
+# CPU"; the SHM transport). NCCL's search gives that path the same PCIe bandwidth, but SHM runs
+# slower than P2P: "24-42% bandwidth loss" for all_reduce_perf rings on four GPUs of one AMD
+# socket (github NVIDIA/nccl PR #2080, SHM against P2P, same build): NCCL_SHM_SHARE is the
+# middle of that range, 1 - 0.33. Before 2.23, NCCL used P2P there, which NCCL's maintainers
+# describe as degrading "significantly when we have traffic going from/to all GPUs and
+# interleaving in the CPU" (github NVIDIA/nccl issue #1285, AMD EPYC): the rule is applied to
+# every release (the reason 2.23 switched, not a measured rate). Measured on the max-load rows
+# (scripts/pcie_allreduce_whatif.py, held out at a 4 GiB reserve): rule off 9.9 %; share 0.58 /
+# 0.67 / 0.76 -> 10.4 / 8.4 / 9.3 %; `llmpara validate --regime serving-maxload --loo` 9.9 -> 8.3 %.
+# Not modelled: the 6/5 P2P overhead NCCL's search charges through an Intel CPU (search.cc,
+# INTEL_P2P_OVERHEAD), no preset states an Intel host.
+NCCL_AMD_P2P_MAX_GPUS = 2
+NCCL_SHM_SHARE = 0.67
+# NCCL_HOST_P2P_RULE: False = P2P on every PCIe pair (the model before; what-if switch).
+NCCL_HOST_P2P_RULE = True
 
 
 def link_is_pcie(hardware) -> bool:
@@ -93,12 +118,26 @@ def nccl_bus_bytes_per_s(hardware, devices: int | None = None) -> float:
     arch = getattr(hardware.architecture, "value", hardware.architecture)
     if link_is_pcie(hardware):
         bus = bw * NCCL_PCIE_SHARE
+        if nccl_ring_uses_shm(ic, devices):
+            bus *= NCCL_SHM_SHARE
         per_socket = ic.devices_per_socket
         if (NCCL_SOCKET_BOUND and per_socket is not None and devices is not None
                 and devices > per_socket):
             bus = min(bus, nccl_socket_ring_bytes_per_s(ic.socket_bandwidth_bytes_per_s, arch))
         return bus * PCIE_BUS_SCALE
     return bw * NCCL_NVLINK_SHARE.get(arch, NCCL_NVLINK_SHARE_DEFAULT)
+
+
+def nccl_ring_uses_shm(ic: Interconnect, devices: int | None) -> bool:
+    """True if NCCL's default P2P level keeps a ring of ``devices`` GPUs on a PCIe board with a
+    stated host CPU (``Interconnect.host_cpu``) off GPU P2P, so it runs through host memory: on
+    an AMD host for more than two GPUs, on an Intel host for any pair across a host bridge (the
+    presets model no PCIe switch, so every pair is)."""
+    if not NCCL_HOST_P2P_RULE or ic.host_cpu is None or devices is None or devices <= 1:
+        return False
+    if ic.host_cpu is HostCpu.AMD:
+        return devices > NCCL_AMD_P2P_MAX_GPUS
+    return True
 
 
 def nccl_socket_ring_bytes_per_s(socket_bytes_per_s: float, arch: str) -> float:

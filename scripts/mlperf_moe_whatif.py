@@ -1,6 +1,6 @@
 """TensorRT-LLM's MoE routing kernels in the serving cost, off against on.
 
-``serving.cost.MOE_ROUTING_KERNELS`` (shipped on since branch mlperf28), on the MLPerf v4.1
+``serving.cost.MOE_ROUTING_KERNELS`` (a what-if, off as shipped), on the MLPerf v4.1
 rows (``presets/tables/mlperf_serving.csv``; nothing is fitted on them) and, with
 ``--maxload``, on the shared max-load rows of MoE models.
 
@@ -11,7 +11,7 @@ offsets, the permute) -- the kernels of ``CutlassMoeFCRunner::runMoe`` (github
 NVIDIA/TensorRT-LLM@03cff08f1494: cpp/tensorrt_llm/kernels/mixtureOfExperts/moe_kernels.cu).
 Only MoE rows change, so only those are simulated; the other rows' errors are read from a
 ``validate --regime mlperf --format csv`` file of the switch-off state (``--base-csv``: main
-b480454, or this code with ``MOE_ROUTING_KERNELS = False``) to give the 20-row summary.
+b480454, or this code as shipped) to give the 20-row summary.
 
     PYTHONPATH=. python -m llmpara_core validate --regime mlperf --time-budget 3000 \\
         --format csv > base.csv
@@ -31,6 +31,9 @@ Measured on branch mlperf28 (main b480454 + this switch):
   (signed -2.3 -> -4.3 %, 391 rows), all rows 8.9 -> 8.9 % (signed +1.2 -> +0.8 %).
   Refit (--refit): MoE factor of 0.11-0.12 1.13 (off) -> 1.12 (on; shipped 1.12); in sample
   8.9 % either way (signed +2.0 / +1.2 %).
+  Max-load held out (llmpara validate --regime serving-maxload --loo, the switch set in the
+  process): main b480454 9.9 -> 9.8 %; main 61c4fb9 8.3 -> 8.4 % (signed -0.3 -> -1.7 %,
+  TP1 8.8 -> 9.6 %): worse, so the switch stays off.
 """
 
 from __future__ import annotations

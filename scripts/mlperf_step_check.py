@@ -37,7 +37,9 @@ Measured on main c65c8f1 (ratio = log TPOT / model pass incl. streaming):
   1x MI300X llama2 (vLLM)    1.41   (+18.2 %; prefill-first form)
 With the activations between kernels at 16 bits (``serving.cost.INTERKERNEL_ACTIVATION_BITS``,
 branch mlperf10): H100 TP2 1.24, Dell TP2 1.25, H200 llama2 1.07, MI300X 1.38, Mixtral H100 /
-Dell / H200 1.11 / 1.09 / 1.10.
+Dell / H200 1.11 / 1.09 / 1.10. With TensorRT-LLM's MoE routing kernels switched on
+(``serving.cost.MOE_ROUTING_KERNELS``, a what-if, branch mlperf28): Mixtral H100 / Dell /
+H200 1.09 / 1.07 / 1.08 (the llama2-70b rows unchanged).
 """
 
 from __future__ import annotations

@@ -31,7 +31,11 @@ def cost():
 
 @pytest.mark.parametrize("model", [LLAMA3_8B, GEMMA2_9B, MIXTRAL], ids=lambda m: m.name)
 @pytest.mark.parametrize("batch,prompt", [(1, 512), (8, 3000), (32, 9000)])
-def test_iteration_cost_equals_analyze(model, batch, prompt):
+def test_iteration_cost_equals_analyze(model, batch, prompt, monkeypatch):
+    """Without the serving-only MoE routing kernels (``cost.MOE_ROUTING_KERNELS``, their
+    exact size is tests/test_moe_routing_kernels.py's) the serving cost is the analysis'."""
+    from llmpara_core.serving import cost as serving_cost
+    monkeypatch.setattr(serving_cost, "MOE_ROUTING_KERNELS", False)
     c = IterationCost(model, H100, FP16, ParallelPlan())
     r = analyze(model, H100, FP16, Workload(batch=batch, prompt_len=prompt, gen_len=2))
     pre = c.time_s([c.feature_row(batch, prompt, prompt)], batch)[0]

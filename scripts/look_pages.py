@@ -66,9 +66,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# No element of the page is still a placeholder (a screenshot taken while the script was
+# rerunning under load showed Streamlit's skeletons; the browser tests wait the same way).
+NO_SKELETON_JS = """() => !document.querySelector('[data-testid="stSkeleton"], ' +
+    '[data-testid="stAppSkeleton"], [data-testid="stSkeletonElement"]')"""
+
+
 def _idle(page, t0: float) -> float:
     page.wait_for_timeout(150)
     page.wait_for_selector(IDLE, timeout=120_000)
+    page.wait_for_function(NO_SKELETON_JS, timeout=120_000)
     return time.monotonic() - t0
 
 

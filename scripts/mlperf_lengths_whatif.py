@@ -25,7 +25,7 @@ configs set 2,400 s) -- the Offline run and so the Server search's upper bracket
 Server runs' arrivals -- with at most N requests per Offline instance (shipped
 ``mlperf.OFFLINE_CAP``). A longer run has a smaller share of fill and drain.
 
-Each variant is measured alone against the shipped state; the figures go in the README.
+Each variant is measured alone against the shipped state; the figures go in docs/serving-validation.md.
 """
 
 from __future__ import annotations

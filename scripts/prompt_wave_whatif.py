@@ -84,7 +84,7 @@ Since built into the core, on by default, with the cited CUTLASS tile (256 token
 columns) and the refit of ``fitting.BUILD_RULES`` (only the class GEMM fractions refitted with
 the rules, every other value and every other stack's profile as without them):
 ``llmpara validate --loo`` prefill held out 9.0 -> 7.1 %, consumer GPUs 13.5 -> 12.3 %,
-datacenter 25.0 -> 9.7 % (README, "What limits prefill"). Why quantised layer splits do not
+datacenter 25.0 -> 9.7 % (docs/accuracy.md, "What limits prefill"). Why quantised layer splits do not
 pipeline is still open: llama.cpp turns the pipeline on for any format
 (ggerganov/llama.cpp@0028010d llama.cpp, llama_new_context_with_model: more than one device,
 every layer offloaded and the layer split; CUDA only).

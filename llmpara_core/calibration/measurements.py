@@ -427,7 +427,7 @@ CUBLAS_PROMPT_UNTIL = "2024-06-23"
 # parallel.evaluation.PROMPT_PIPELINE): the fit refits only the class GEMM fractions with it
 # (fitting.BUILD_RULES), so every stack but llama.cpp keeps the values it had without it.
 # Off: those rows' prompt GEMMs timed without tile and wave quantisation (the model before the
-# rule). Figures: README "What limits prefill" and scripts/fit_efficiency.py's docstring.
+# rule). Figures: docs/accuracy.md "What limits prefill" and scripts/fit_efficiency.py's docstring.
 PROMPT_GEMM_WAVES = True
 
 
@@ -505,9 +505,9 @@ def tiled_prompt_gemms(row: Mapped) -> bool:
 
 def build_efficiency(row: Mapped, efficiency):
     """``efficiency`` as the build ``row`` ran uses it: for ``graphless_decode`` rows, each
-    kernel launch ``GRAPHLESS_LAUNCH_S`` dearer (no CUDA graph); for ``tiled_prompt_gemms`` rows, prompt
-    GEMMs tiled in waves over the SMs (``Efficiency.prompt_gemm_waves``); for ``cublas_prompts`` rows, quantised
-    prompt matmuls at the 16-bit GEMM's rate (no int8 unit, ``quant_compute`` 1) after a
+    kernel launch ``GRAPHLESS_LAUNCH_S`` dearer (no CUDA graph); for ``tiled_prompt_gemms``
+    rows, prompt GEMMs tiled in waves over the SMs (``Efficiency.prompt_gemm_waves``); for
+    ``cublas_prompts`` rows, quantised prompt matmuls at the 16-bit GEMM's rate (no int8 unit, ``quant_compute`` 1) after a
     dequantising pass that reads each block and writes a 16-bit copy: 1 + 16 / bits bytes per
     quantised weight byte (``Efficiency.quant_dequant_bytes``); other rows unchanged. A copy
     with those fields set (the fits ask for it per row and trial; the values are in range by

@@ -88,7 +88,7 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # gpt-fast held out 10.2 -> 9.1 %, in sample 6.4 -> 5.0 %), but MLC's get worse
 # (13.2 -> 15.1 %), the datacenter batch-1 figure stays at 9.0 %, and the A100's own int8 rows
 # want the fixed cost per matmul (70B int8 on one GPU -17 % in sample; TP series speedups
-# 4.5 -> 4.9 %). README "How accurate is it?" has the figures of every variant tried.
+# 4.5 -> 4.9 %). docs/accuracy.md has the figures of every variant tried.
 QUANT_FORMS = ("launch", "share")
 QUANT_FORM = "launch"
 

@@ -100,9 +100,9 @@ RELEASE_ENGINE = {"vllm": {"mixed_batches": False, "chunked_prefill": False}}
 # min_duration_s, each with its engine_source in the submitter's v4.1 configs) are carried and
 # validated, but the comparison runs the stack defaults and mlperf.conf's 600 s: run with them
 # (engine=True) the median stayed 17.2 %, Offline 10.7 %, and Server went 21.6 -> 22.4 %
-# (README, MLPerf). The batch sizes do not bind (the KV cache admits fewer: ~520-640 in flight
-# at reserve-policy admission), and the 2,400 s runs only lengthen the Offline reference
-# (less drain tail), which the Server search ends at.
+# (docs/serving-validation.md, MLPerf). The batch sizes do not bind (the KV cache admits
+# fewer: ~520-640 in flight at reserve-policy admission), and the 2,400 s runs only lengthen
+# the Offline reference (less drain tail), which the Server search ends at.
 ENGINE_SETTINGS = False
 # MLPerf's Server result is LoadGen's "Completed tokens per second" = token count / the time the
 # last query finished (github mlcommons/inference@05a9cec3596d: loadgen/results.cc,
@@ -130,8 +130,9 @@ COMPLETED_TOKENS = True
 # of batched_throughput.csv, never on these), at the round's release factor, after the pass
 # (``EngineConfig.stream_s_per_token``). True: the TensorRT-LLM Server rows' simulations
 # (rate search and completed-tokens run) stream; the Offline run they start from does not.
-# Measured (``scripts/mlperf_server_whatif.py``, README MLPerf): 15.0 -> 12.x %; 2x or 4x that
-# size would score better or worse, and picking it on these rows would fit them, so it is not.
+# Measured (``scripts/mlperf_server_whatif.py``, docs/serving-validation.md, MLPerf): 15.0 ->
+# 12.x %; 2x or 4x that size would score better or worse, and picking it on these rows would
+# fit them, so it is not.
 SERVER_STREAMING = True
 # Systems run at another power limit than their GPU preset's TDP (the power wall of
 # ``cost.TENSOR_DUTY`` moves with it).

@@ -103,6 +103,10 @@ GEMM_M_WASTE = True           # False: count only the column tiles' and the wave
 # (T x top-k / experts touched), "grouped" (T x top-k: one grouped GEMM over all experts),
 # "pass" (T).
 EXPERT_GEMM_TOKENS = "per-expert"
+# EXPERT_GEMM_SHARE: a sensitivity, not a fit or a cited figure: the routed-expert GEMMs' FLOP
+# rate x this (their grouped MoE kernels at a lower share of the peak than dense GEMMs). 1.0 =
+# as shipped (scripts/moe_tp_whatif.py measures it on the Mixtral max-load rows).
+EXPERT_GEMM_SHARE = 1.0
 # TRTLLM_ALLREDUCE: None = NCCL's ring model for every TP all-reduce; "auto" = TensorRT-LLM's
 # AUTO choice (collectives.trtllm_all_reduce_s, ONESHOT else NCCL); "auto-twoshot" = the
 # 0.10 / 0.11 choice (ONESHOT, TWOSHOT, NCCL).
@@ -432,6 +436,8 @@ class IterationCost:
             else:                   # what-if forms (EXPERT_GEMM_TOKENS)
                 m_e = F[:, 1] * k if EXPERT_GEMM_TOKENS == "grouped" else F[:, 1]
             fe, _ = self.rates_for(m_e, n_seqs)
+            if EXPERT_GEMM_SHARE != 1.0:
+                fe = fe * EXPERT_GEMM_SHARE
             flops_per_s = np.where(st.expert_gemm[None, :] > 0, fe[:, None], flops_per_s)
         if GEMM_TILE is not None and self.hardware.compute_units and st.gemm_n is not None:
             m_op = np.broadcast_to(F[:, 1:2], (F.shape[0], st.gemm_n.shape[0]))

@@ -1,0 +1,175 @@
+"""Mixtral across TP degrees on the TensorRT-LLM max-load rows (issue 31): residuals and
+what-ifs of the MoE layer's cost (a diagnosis; nothing here changes a default).
+
+Records every pass of each Mixtral max-load configuration once with the shipped cost
+(``scripts/tp8_whatif.record``: at max load which requests run in which pass does not depend on
+the per-pass cost, so a variant that only re-times passes is scored exactly by re-timing them),
+then prints, per variant, the in-sample residuals (shipped duty and release factors) grouped by
+TP x (prefill-heavy ISL > OSL / balanced / decode-heavy OSL > ISL), by precision and by release,
+with the simulated breakdown of the step (GEMM / attention / host / collectives shares).
+
+    python scripts/moe_tp_whatif.py [--cache /tmp/moe.pkl] [--variants base,expert-grouped]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from collections import defaultdict
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import tp8_whatif as W  # noqa: E402
+from maxload_requests_whatif import DATASET_REQUESTS  # noqa: E402
+from llmpara_core.serving import cost as C  # noqa: E402
+from llmpara_core.serving import duty_fit, mlperf, stack_version  # noqa: E402
+from llmpara_core.serving import validation as sv  # noqa: E402
+
+_C = "llmpara_core.serving.cost"
+VARIANTS: dict[str, dict] = {
+    "base": {},
+    "expert-pass": {f"{_C}:EXPERT_GEMM_TOKENS": "pass"},
+    "expert-grouped": {f"{_C}:EXPERT_GEMM_TOKENS": "grouped"},
+    # sensitivity (not cited, not fitted): expert GEMMs at a share of the dense GEMM rate
+    **{f"expert-share{x:g}": {f"{_C}:EXPERT_GEMM_SHARE": x} for x in (0.8, 0.85, 0.9)},
+}
+
+
+def shape(r) -> str:
+    return "prefill" if r.isl > r.osl else ("decode" if r.osl > r.isl else "balanced")
+
+
+def report(pairs, pk, show_rows: bool) -> None:
+    recs = [(r, pk[k][0]) for r, k in pairs if k in pk]
+    keyof = {id(r): k for r, k in pairs}
+    errs = stack_version.errors(recs, C.TENSOR_DUTY, stack_version.TIME_SCALE)
+    g = defaultdict(list)
+    brk = defaultdict(lambda: defaultdict(float))
+    for r, e in errs:
+        b = pk[keyof[id(r)]][1]
+        tot = b["gemm"] + b["attention"] + b["host"] + b["collective"]
+        for key in (("all",), ("tp", r.tp), ("tp x shape", r.tp, shape(r)),
+                    ("precision", r.precision), ("release", r.version),
+                    ("tp x shape x precision", r.tp, shape(r), r.precision)):
+            g[key].append(e)
+            if key[0] == "tp x shape":
+                for part in ("gemm", "attention", "host", "collective"):
+                    brk[key][part] += b[part] / tot
+                brk[key]["n"] += 1
+        if show_rows:
+            print(f"  {r.row_id} {r.version:7s} {r.hardware.replace('NVIDIA ', '')[:10]:10s} "
+                  f"{r.precision:4s} TP{r.tp} {r.isl:>5d}/{r.osl:<5d} {e:+6.1%} "
+                  f"batch {b['batch']:6.0f} step {1e3 * tot / b['passes']:6.2f} ms "
+                  f"gemm {b['gemm'] / tot:.2f} att {b['attention'] / tot:.2f} "
+                  f"host {b['host'] / tot:.2f} coll {b['collective'] / tot:.2f}")
+    for key in sorted(g, key=str):
+        e = g[key]
+        extra = ""
+        if key in brk:
+            n = brk[key]["n"]
+            extra = "  shares gemm {:.2f} att {:.2f} host {:.2f} coll {:.2f}".format(
+                *(brk[key][p] / n for p in ("gemm", "attention", "host", "collective")))
+        print(f"  {' '.join(map(str, key)):34s} n={len(e):3d} median {median(map(abs, e)):5.1%}"
+              f" signed {median(e):+6.1%}{extra}")
+
+
+def requests_of(r, dataset: bool) -> int:
+    """The request count a row is simulated with: the shipped ``MAX_LOAD_REQUESTS``, or
+    (``dataset``) the size of TensorRT-LLM's own benchmark dataset for its ISL/OSL
+    (``maxload_requests_whatif.DATASET_REQUESTS``, cited there)."""
+    if not dataset:
+        return sv.MAX_LOAD_REQUESTS
+    return DATASET_REQUESTS.get((int(r.isl), int(r.osl)), sv.MAX_LOAD_REQUESTS)
+
+
+def record_parts(rows, dataset: bool) -> list[tuple]:
+    """[(row, duty_fit.RunParts)] of the rows, each at ``requests_of``."""
+    by: dict = defaultdict(list)
+    for r in rows:
+        by[requests_of(r, dataset)].append(r)
+    out = []
+    for n, rs in sorted(by.items()):
+        out += duty_fit.record(rs, n)
+    return out
+
+
+def requests_mode(dataset_only: bool) -> None:
+    """The MoE rows at 1,000 requests against their datasets' sizes: in sample at the shipped
+    factors, then with the MoE release factors refitted on the MoE rows alone
+    (``stack_version.fit``: each GPU's own offset is taken out first; the dense factors are
+    kept), and the MLPerf v4.1 Mixtral rows at each refitted 0.11-0.12 MoE factor."""
+    rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe]
+    mixtral = [r for r in mlperf.load_rows() if r.benchmark.startswith("mixtral")]
+    for dataset in ((True,) if dataset_only else (False, True)):
+        recs = record_parts(rows, dataset)
+        label = "dataset sizes" if dataset else f"{sv.MAX_LOAD_REQUESTS} requests"
+        shipped = dict(stack_version.TIME_SCALE)
+        refit = {**shipped, **{g: f for g, f in stack_version.fit(
+            recs, C.TENSOR_DUTY).items() if g[1] == "moe"}}
+        for name, table in (("shipped factors", shipped), ("MoE factors refitted", refit)):
+            print(f"== {label}, {name}: " + ", ".join(
+                f"{g[0]} {table.get(g, 1.0):.2f}" for g in sorted(refit) if g[1] == "moe"))
+            errs = stack_version.errors(recs, C.TENSOR_DUTY, table)
+            g = defaultdict(list)
+            for r, e in errs:
+                for key in (("all",), ("tp", r.tp), ("tp x shape", r.tp, shape(r)),
+                            ("precision", r.precision), ("release", r.version)):
+                    g[key].append(e)
+            for key in sorted(g, key=str):
+                e = g[key]
+                print(f"  {' '.join(map(str, key)):28s} n={len(e):3d} median "
+                      f"{median(map(abs, e)):5.1%} signed {median(e):+6.1%}")
+            try:
+                stack_version.TIME_SCALE.clear()
+                stack_version.TIME_SCALE.update(table)
+                mlperf.predict.cache_clear()        # cached per row: re-run at this table
+                comps = mlperf.compare(mixtral)
+            finally:
+                stack_version.TIME_SCALE.clear()
+                stack_version.TIME_SCALE.update(shipped)
+                mlperf.predict.cache_clear()
+            print("  MLPerf v4.1 Mixtral: " + ", ".join(
+                f"{c.row.gpu} {c.row.scenario} {c.error:+.1%}" for c in comps
+                if c.error is not None))
+            sys.stdout.flush()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache")
+    ap.add_argument("--variants", default="base")
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--requests", type=int, default=sv.MAX_LOAD_REQUESTS)
+    ap.add_argument("--requests-mode", action="store_true",
+                    help="1,000 requests against the datasets' sizes, MoE factors refitted")
+    ap.add_argument("--dataset-only", action="store_true")
+    a = ap.parse_args()
+    if a.requests_mode:
+        requests_mode(a.dataset_only)
+        return 0
+    names = a.variants.split(",")
+    bad = [v for v in names if v not in VARIANTS]
+    if bad:
+        print(f"unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    if a.cache and Path(a.cache).exists():
+        runs, pairs = pickle.loads(Path(a.cache).read_bytes())
+    else:
+        rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe]
+        runs, pairs = W.record(rows, a.requests)
+        if a.cache:
+            Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))
+    for v in names:
+        print(f"== {v}")
+        report(pairs, W.run_parts(runs, VARIANTS[v]), a.rows)
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -37,6 +37,8 @@ VARIANTS: dict[str, dict] = {
     "expert-grouped": {f"{_C}:EXPERT_GEMM_TOKENS": "grouped"},
     # sensitivity (not cited, not fitted): expert GEMMs at a share of the dense GEMM rate
     **{f"expert-share{x:g}": {f"{_C}:EXPERT_GEMM_SHARE": x} for x in (0.8, 0.85, 0.9)},
+    # sensitivity (not cited): the per-sequence host cost split over the TP ranks
+    "host-seq-per-tp": {f"{_C}:HOST_SEQ_PER_TP": True},
 }
 
 
@@ -51,6 +53,11 @@ def report(pairs, pk, show_rows: bool) -> None:
     g = defaultdict(list)
     brk = defaultdict(lambda: defaultdict(float))
     for r, e in errs:
+        if not r.moe:           # dense rows (--all-rows): by TP and shape only
+            g[("dense tp", r.tp, shape(r), r.precision)].append(e)
+            g[("dense all",)].append(e)
+            g[("dense tp-only", r.tp)].append(e)
+            continue
         b = pk[keyof[id(r)]][1]
         tot = b["gemm"] + b["attention"] + b["host"] + b["collective"]
         for key in (("all",), ("tp", r.tp), ("tp x shape", r.tp, shape(r)),
@@ -98,27 +105,42 @@ def record_parts(rows, dataset: bool) -> list[tuple]:
     return out
 
 
-def requests_mode(dataset_only: bool) -> None:
+def requests_mode(dataset_only: bool, all_rows: bool = False,
+                  cache_prefix: str | None = None, loo: bool = False) -> None:
     """The MoE rows at 1,000 requests against their datasets' sizes: in sample at the shipped
     factors, then with the MoE release factors refitted on the MoE rows alone
     (``stack_version.fit``: each GPU's own offset is taken out first; the dense factors are
     kept), and the MLPerf v4.1 Mixtral rows at each refitted 0.11-0.12 MoE factor."""
-    rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe]
+    rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe or all_rows]
     mixtral = [r for r in mlperf.load_rows() if r.benchmark.startswith("mixtral")]
     for dataset in ((True,) if dataset_only else (False, True)):
-        recs = record_parts(rows, dataset)
+        cache = Path(f"{cache_prefix}-{'dataset' if dataset else 'short'}"
+                     f"{'-all' if all_rows else ''}.pkl") if cache_prefix else None
+        if cache and cache.exists():
+            recs = pickle.loads(cache.read_bytes())
+        else:
+            recs = record_parts(rows, dataset)
+            if cache:
+                cache.write_bytes(pickle.dumps(recs))
         label = "dataset sizes" if dataset else f"{sv.MAX_LOAD_REQUESTS} requests"
         shipped = dict(stack_version.TIME_SCALE)
         refit = {**shipped, **{g: f for g, f in stack_version.fit(
-            recs, C.TENSOR_DUTY).items() if g[1] == "moe"}}
-        for name, table in (("shipped factors", shipped), ("MoE factors refitted", refit)):
+            recs, C.TENSOR_DUTY).items() if g[1] == "moe" or all_rows}}
+        for name, table in (("shipped factors", shipped), ("factors refitted", refit)):
             print(f"== {label}, {name}: " + ", ".join(
-                f"{g[0]} {table.get(g, 1.0):.2f}" for g in sorted(refit) if g[1] == "moe"))
+                f"{g[0]} {g[1]} {table.get(g, 1.0):.2f}" for g in sorted(refit)
+                if g[1] == "moe" or all_rows))
             errs = stack_version.errors(recs, C.TENSOR_DUTY, table)
             g = defaultdict(list)
             for r, e in errs:
-                for key in (("all",), ("tp", r.tp), ("tp x shape", r.tp, shape(r)),
-                            ("precision", r.precision), ("release", r.version)):
+                fam = "moe" if r.moe else "dense"
+                keys = [("all rows",)] if all_rows else []
+                if r.moe:
+                    keys += [("all",), ("tp", r.tp), ("tp x shape", r.tp, shape(r)),
+                             ("precision", r.precision), ("release", r.version)]
+                if all_rows:
+                    keys += [(fam, "tp", r.tp)]
+                for key in keys:
                     g[key].append(e)
             for key in sorted(g, key=str):
                 e = g[key]
@@ -133,6 +155,18 @@ def requests_mode(dataset_only: bool) -> None:
                 stack_version.TIME_SCALE.clear()
                 stack_version.TIME_SCALE.update(shipped)
                 mlperf.predict.cache_clear()
+            if loo and name == "shipped factors":
+                held_d, duties = duty_fit.leave_one_gpu_out(recs)
+                held, _ = stack_version.leave_one_gpu_out(recs, duties)
+                e = [x for _, x in held]
+                em = [x for r, x in held if r.moe]
+                by = defaultdict(list)
+                for r, x in held:
+                    by[r.tp].append(x)
+                print(f"  held out (duty + factors refitted without each GPU): median "
+                      f"{median(map(abs, e)):.1%} signed {median(e):+.1%} ({len(e)} rows); MoE "
+                      f"{median(map(abs, em)):.1%} signed {median(em):+.1%}; TP " + " / ".join(
+                          f"{t}: {median(map(abs, by[t])):.1%}" for t in sorted(by)))
             print("  MLPerf v4.1 Mixtral: " + ", ".join(
                 f"{c.row.gpu} {c.row.scenario} {c.error:+.1%}" for c in comps
                 if c.error is not None))
@@ -148,9 +182,19 @@ def main() -> int:
     ap.add_argument("--requests-mode", action="store_true",
                     help="1,000 requests against the datasets' sizes, MoE factors refitted")
     ap.add_argument("--dataset-only", action="store_true")
+    ap.add_argument("--loo", action="store_true",
+                    help="--requests-mode: also leave-one-GPU-out (duty and factors refitted)")
+    ap.add_argument("--all-rows", action="store_true",
+                    help="--requests-mode on every max-load row, every release factor refitted")
+    ap.add_argument("--expert-share", type=float, default=1.0,
+                    help="--requests-mode with cost.EXPERT_GEMM_SHARE set (a sensitivity)")
     a = ap.parse_args()
+    if not 0.1 <= a.expert_share <= 2.0:
+        print("--expert-share must be within 0.1 .. 2", file=sys.stderr)
+        return 2
+    C.EXPERT_GEMM_SHARE = a.expert_share
     if a.requests_mode:
-        requests_mode(a.dataset_only)
+        requests_mode(a.dataset_only, a.all_rows, a.cache, a.loo)
         return 0
     names = a.variants.split(",")
     bad = [v for v in names if v not in VARIANTS]
@@ -160,7 +204,7 @@ def main() -> int:
     if a.cache and Path(a.cache).exists():
         runs, pairs = pickle.loads(Path(a.cache).read_bytes())
     else:
-        rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe]
+        rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe or a.all_rows]
         runs, pairs = W.record(rows, a.requests)
         if a.cache:
             Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))

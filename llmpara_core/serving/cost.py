@@ -107,6 +107,11 @@ EXPERT_GEMM_TOKENS = "per-expert"
 # rate x this (their grouped MoE kernels at a lower share of the peak than dense GEMMs). 1.0 =
 # as shipped (scripts/moe_tp_whatif.py measures it on the Mixtral max-load rows).
 EXPERT_GEMM_SHARE = 1.0
+# HOST_SEQ_PER_TP: a sensitivity, not cited: the profile's per-sequence per-pass cost
+# (``Efficiency.seq_overhead_s``) divided by the TP degree in an iteration's time, as if it
+# were work the TP ranks split (it is replicated on every rank as shipped: each TensorRT-LLM
+# rank runs the same executor loop). False = as shipped (scripts/moe_tp_whatif.py).
+HOST_SEQ_PER_TP = False
 # TRTLLM_ALLREDUCE: None = NCCL's ring model for every TP all-reduce; "auto" = TensorRT-LLM's
 # AUTO choice (collectives.trtllm_all_reduce_s, ONESHOT else NCCL); "auto-twoshot" = the
 # 0.10 / 0.11 choice (ONESHOT, TWOSHOT, NCCL).
@@ -425,6 +430,9 @@ class IterationCost:
         r, st = self._rates, self.stages[i]
         flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
+        if HOST_SEQ_PER_TP and self.plan.tp > 1:
+            per_pass = per_pass - self._eff.seq_overhead_s * np.asarray(n_seqs, dtype=float) \
+                * (1.0 - 1.0 / self.plan.tp)
         flops_per_s = flops_per_s[:, None]
         m_e = None
         if st.expert_gemm is not None and st.expert_gemm.any():

@@ -1,16 +1,62 @@
 """Mixtral across TP degrees on the TensorRT-LLM max-load rows (issue 31): residuals and
 what-ifs of the MoE layer's cost (a diagnosis; nothing here changes a default).
 
-Records every pass of each Mixtral max-load configuration once with the shipped cost
-(``scripts/tp8_whatif.record``: at max load which requests run in which pass does not depend on
-the per-pass cost, so a variant that only re-times passes is scored exactly by re-timing them),
-then prints, per variant, the in-sample residuals (shipped duty and release factors) grouped by
-TP x (prefill-heavy ISL > OSL / balanced / decode-heavy OSL > ISL), by precision and by release,
-with the simulated breakdown of the step (GEMM / attention / host / collectives shares).
+Variant mode records every pass of each Mixtral max-load configuration (``--all-rows``: every
+row) once with the shipped cost (``scripts/tp8_whatif.record``: at max load which requests run
+in which pass does not depend on the per-pass cost, so a variant that only re-times passes is
+scored exactly by re-timing them), then prints per variant the in-sample residuals (shipped
+duty and release factors) by TP x shape (prefill-heavy ISL > OSL / balanced / decode-heavy
+OSL > ISL), precision and release, with the step's simulated GEMM / attention / host /
+collective shares (``--loo`` with ``--all-rows``: tp8_whatif's leave-one-GPU-out too).
+``--requests-mode`` instead simulates the rows at 1,000 requests (``MAX_LOAD_REQUESTS``) and at
+the size of TensorRT-LLM's own dataset per ISL/OSL (``maxload_requests_whatif``), each at the
+shipped factors and with the release factors refitted (``stack_version.fit``), and runs the
+MLPerf v4.1 Mixtral rows at each factor table.
 
-    python scripts/moe_tp_whatif.py [--cache /tmp/moe.pkl] [--variants base,expert-grouped]
+    python scripts/moe_tp_whatif.py --cache /tmp/moe.pkl --variants base,expert-grouped [--rows]
+    python scripts/moe_tp_whatif.py --all-rows --loo --cache /tmp/all.pkl \
+        --variants base,host-seq-per-tp,expert-share0.9
+    python scripts/moe_tp_whatif.py --requests-mode --all-rows --loo --cache /tmp/rec
+
+What TensorRT-LLM 0.11 does with Mixtral under TP: Mixtral is converted by the LLaMA script,
+whose ``--moe_tp_size`` defaults to -1, "default is tp_size, which will do tp-only for MoE",
+and ``--moe_ep_size`` to -1, "default is 1" (github NVIDIA/TensorRT-LLM@05316d331336 -- the
+v0.11.0 release commit the 0.11 rows cite -- examples/llama/convert_checkpoint.py): every rank
+holds 1/TP of every expert's intermediate columns and gets every token ("each GPU rank in the
+Tensor Parallel group receives all tokens' hidden states for all experts",
+docs/source/advanced/expert-parallelism.md). ``parallel.plan.shard_model`` does the same
+(expert_tp = TP): a decode pass of B >= ~16 tokens touches all 8 experts (``MoE.
+expected_active_experts``), so each rank reads 8 expert shards of 3 x 4096 x 14336/TP weights
+per layer, runs each expert's GEMM over T x 2 / 8 rows (``MoE.tokens_per_expert``) with N / TP
+columns, and all-reduces once after the MoE block as after a dense FFN. No sharding difference.
+
+Measured on branch moe28 (main 9feda94), in sample at the shipped duty and factors, 391 Mixtral
+rows: 9.5 %, signed -5.4 %; TP x shape signed: TP1 prefill / balanced / decode -5.4 / -8.9 /
+-10.0 %, TP2 +10.3 / -4.0 / -5.0 %, TP4 +7.7 / -12.2 / -12.1 %, TP8 +2.6 / -13.3 / -16.2 %;
+FP8 -9.0 %, FP16 -0.9 % (FP8 TP8 decode -17.5 %, FP16 -6.1 %); the dense 70B rows show no such
+decode pattern (TP8 decode FP8 +3.9 %, FP16 +30.4 %). Decode steps of the TP8 FP8 H100 rows:
+batch ~1,000 (every request in flight), host share 0.42-0.52 of the step.
+  expert-grouped / expert-pass (the expert GEMM's token count): 10.5 / 10.2 %, the flip stays
+  (TP2 prefill +12.2 / +11.9 %, TP8 decode -15.4 / -15.5 %).
+  --requests-mode (all 1,794 rows; duty 0.5): 1,000 requests, shipped factors: all 7.9 %
+  (-0.7 %), MoE 9.5 % (-5.4 %), held out 8.4 % (-0.0 %; MoE 11.4 %, TP 9.0 / 6.6 / 7.7 /
+  10.2 %); MLPerf Mixtral (H100, Dell H100, H200; Offline / Server) +15.9 / +10.8, +13.2 /
+  +7.5, +20.5 / +11.6 %. Refitted at 1,000 the 0.11-0.12 MoE factor is 0.94, not the shipped
+  1.12 (the README's 0cb31dc refit said the same), and MLPerf Mixtral goes to +35.4 / +30.3,
+  +32.2 / +26.6, +31.1 / +23.8 %.
+  Dataset sizes, shipped factors: all 7.6 % (+1.6 %), MoE 8.4 % (-1.7 %): TP4 decode -12.1 ->
+  -4.5 %, TP8 decode -16.2 -> -10.3 %, TP2 prefill +10.3 -> +11.3 % (the prefill side does
+  not move); dense TP4 / TP8 signed +5.3 / +3.7 -> +8.3 / +5.6 %; held out 8.4 % (+1.0 %; MoE
+  11.4 -> 8.5 %, TP 8.8 / 7.4 / 8.0 / 9.3 %). Refitted: 0.11-0.12 MoE factor 0.94 again (0.11
+  rows +24.1 %, 0.12 rows +0.7 %): MLPerf Mixtral +35.4 ... +23.8 % as at 1,000 requests.
+  host-seq-per-tp (sensitivity, not cited; 1,000 requests, shipped factors): MoE 9.5 -> 7.6 %
+  (-0.1 %; TP8 decode -16.2 -> -5.2 %, TP2 prefill +11.4 %), dense TP4 / TP8 7.7 / 9.2 ->
+  9.2 / 10.8 % (signed +8.0 / +8.1 %); held out (--all-rows --loo) 8.4 -> 9.1 % (MoE 11.4 ->
+  8.8 %, TP 9.7 / 8.0 / 8.1 / 10.5 %): worse, so HOST_SEQ_PER_TP stays off.
+  expert-share0.9 (sensitivity, not cited): MoE 9.5 % (-7.2 %): TP2 / TP4 / TP8 prefill +4.9 /
+  +2.0 / +0.9 %, decode -7.2 / -12.7 / -17.0 %; 0.8: TP2 prefill +1.1 %, decode -9.3 %; held
+  out 8.4 -> 8.6 % (MoE 10.2 %): worse, so EXPERT_GEMM_SHARE stays 1.0.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -210,7 +256,13 @@ def main() -> int:
             Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))
     for v in names:
         print(f"== {v}")
-        report(pairs, W.run_parts(runs, VARIANTS[v]), a.rows)
+        pk = W.run_parts(runs, VARIANTS[v])
+        report(pairs, pk, a.rows)
+        if a.loo and a.all_rows:       # tp8_whatif.figures: duty + factors refitted per fold
+            ins, held, _ = W.figures(pairs, pk)
+            em = [(r, e) for r, e in held if r.moe]
+            print(f"  in sample {W.summary(ins)}\n  held out {W.summary(held)}\n"
+                  f"  held out, MoE rows {W.summary(em)}")
         sys.stdout.flush()
     return 0
 

@@ -105,12 +105,15 @@ GEMM_M_WASTE = True           # False: count only the column tiles' and the wave
 EXPERT_GEMM_TOKENS = "per-expert"
 # EXPERT_GEMM_SHARE: a sensitivity, not a fit or a cited figure: the routed-expert GEMMs' FLOP
 # rate x this (their grouped MoE kernels at a lower share of the peak than dense GEMMs). 1.0 =
-# as shipped (scripts/moe_tp_whatif.py measures it on the Mixtral max-load rows).
+# as shipped (scripts/moe_tp_whatif.py: at 0.9 the Mixtral TP2 prompt-heavy rows +10.3 ->
+# +4.9 % signed but decode-heavy -5.0 -> -7.2 %; max-load held out 8.4 -> 8.6 %).
 EXPERT_GEMM_SHARE = 1.0
 # HOST_SEQ_PER_TP: a sensitivity, not cited: the profile's per-sequence per-pass cost
 # (``Efficiency.seq_overhead_s``) divided by the TP degree in an iteration's time, as if it
 # were work the TP ranks split (it is replicated on every rank as shipped: each TensorRT-LLM
-# rank runs the same executor loop). False = as shipped (scripts/moe_tp_whatif.py).
+# rank runs the same executor loop). False = as shipped (scripts/moe_tp_whatif.py: Mixtral rows
+# 9.5 -> 7.6 %, TP8 decode-heavy -16.2 -> -5.2 % signed, but dense TP4 / TP8 +5.3 / +3.7 ->
+# +8.0 / +8.1 % signed; max-load held out 8.4 -> 9.1 %).
 HOST_SEQ_PER_TP = False
 # TRTLLM_ALLREDUCE: None = NCCL's ring model for every TP all-reduce; "auto" = TensorRT-LLM's
 # AUTO choice (collectives.trtllm_all_reduce_s, ONESHOT else NCCL); "auto-twoshot" = the

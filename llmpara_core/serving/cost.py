@@ -103,6 +103,18 @@ GEMM_M_WASTE = True           # False: count only the column tiles' and the wave
 # (T x top-k / experts touched), "grouped" (T x top-k: one grouped GEMM over all experts),
 # "pass" (T).
 EXPERT_GEMM_TOKENS = "per-expert"
+# EXPERT_GEMM_SHARE: a sensitivity, not a fit or a cited figure: the routed-expert GEMMs' FLOP
+# rate x this (their grouped MoE kernels at a lower share of the peak than dense GEMMs). 1.0 =
+# as shipped (scripts/moe_tp_whatif.py: at 0.9 the Mixtral TP2 prompt-heavy rows +10.3 ->
+# +4.9 % signed but decode-heavy -5.0 -> -7.2 %; max-load held out 8.4 -> 8.6 %).
+EXPERT_GEMM_SHARE = 1.0
+# HOST_SEQ_PER_TP: a sensitivity, not cited: the profile's per-sequence per-pass cost
+# (``Efficiency.seq_overhead_s``) divided by the TP degree in an iteration's time, as if it
+# were work the TP ranks split (it is replicated on every rank as shipped: each TensorRT-LLM
+# rank runs the same executor loop). False = as shipped (scripts/moe_tp_whatif.py: Mixtral rows
+# 9.5 -> 7.6 %, TP8 decode-heavy -16.2 -> -5.2 % signed, but dense TP4 / TP8 +5.3 / +3.7 ->
+# +8.0 / +8.1 % signed; max-load held out 8.4 -> 9.1 %).
+HOST_SEQ_PER_TP = False
 # TRTLLM_ALLREDUCE: None = NCCL's ring model for every TP all-reduce; "auto" = TensorRT-LLM's
 # AUTO choice (collectives.trtllm_all_reduce_s, ONESHOT else NCCL); "auto-twoshot" = the
 # 0.10 / 0.11 choice (ONESHOT, TWOSHOT, NCCL).
@@ -421,6 +433,9 @@ class IterationCost:
         r, st = self._rates, self.stages[i]
         flops_c, mem_c = self._combined[i]
         flops_per_s, per_pass = self.rates_for(F[:, 1], n_seqs)
+        if HOST_SEQ_PER_TP and self.plan.tp > 1:
+            per_pass = per_pass - self._eff.seq_overhead_s * np.asarray(n_seqs, dtype=float) \
+                * (1.0 - 1.0 / self.plan.tp)
         flops_per_s = flops_per_s[:, None]
         m_e = None
         if st.expert_gemm is not None and st.expert_gemm.any():
@@ -432,6 +447,8 @@ class IterationCost:
             else:                   # what-if forms (EXPERT_GEMM_TOKENS)
                 m_e = F[:, 1] * k if EXPERT_GEMM_TOKENS == "grouped" else F[:, 1]
             fe, _ = self.rates_for(m_e, n_seqs)
+            if EXPERT_GEMM_SHARE != 1.0:
+                fe = fe * EXPERT_GEMM_SHARE
             flops_per_s = np.where(st.expert_gemm[None, :] > 0, fe[:, None], flops_per_s)
         if GEMM_TILE is not None and self.hardware.compute_units and st.gemm_n is not None:
             m_op = np.broadcast_to(F[:, 1:2], (F.shape[0], st.gemm_n.shape[0]))

@@ -247,13 +247,9 @@ def main() -> int:
     if bad:
         print(f"unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
-    if a.cache and Path(a.cache).exists():
-        runs, pairs = pickle.loads(Path(a.cache).read_bytes())
-    else:
-        rows = [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe or a.all_rows]
-        runs, pairs = W.record(rows, a.requests)
-        if a.cache:
-            Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))
+    runs, pairs = W.cached_record(
+        a.cache, lambda: [r for r in sv.load_rows(sv.SHIPPED_MAX_LOAD) if r.moe or a.all_rows],
+        a.requests)
     for v in names:
         print(f"== {v}")
         pk = W.run_parts(runs, VARIANTS[v])

@@ -29,7 +29,6 @@ signed -3.7 %; pcie-shm0.76 8.0 / 9.3 %, TP 9.4 / 7.9 / 9.0 / 10.6 %, signed -0.
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -65,13 +64,8 @@ def main() -> int:
         print(f"unknown variant(s) {bad}; choose from {', '.join(W.VARIANTS)}" if bad else
               "--sample must be >= 1", file=sys.stderr)
         return 2
-    if a.cache and Path(a.cache).exists():
-        runs, pairs = pickle.loads(Path(a.cache).read_bytes())
-    else:
-        runs, pairs = W.record(sv.load_rows(sv.SHIPPED_MAX_LOAD)[::a.sample],
-                               sv.MAX_LOAD_REQUESTS)
-        if a.cache:
-            Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))
+    runs, pairs = W.cached_record(a.cache, lambda: sv.load_rows(sv.SHIPPED_MAX_LOAD)[::a.sample],
+                                  sv.MAX_LOAD_REQUESTS)
     for v in names:
         pk = W.run_parts(runs, W.VARIANTS[v])
         ins, held, duties = W.figures(pairs, pk)

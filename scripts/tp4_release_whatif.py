@@ -66,7 +66,6 @@ in the core; the lead decides.
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -159,12 +158,8 @@ def main() -> int:
         print(f"--group must be RANGE:FAMILY with RANGE in {', '.join(stack_version.versions())}"
               f" and FAMILY in {', '.join(stack_version.FAMILIES)}", file=sys.stderr)
         return 2
-    if a.cache and Path(a.cache).exists():
-        runs, pairs = pickle.loads(Path(a.cache).read_bytes())
-    else:
-        runs, pairs = T.record(sv.load_rows(sv.SHIPPED_MAX_LOAD), sv.MAX_LOAD_REQUESTS)
-        if a.cache:
-            Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))
+    runs, pairs = T.cached_record(a.cache, lambda: sv.load_rows(sv.SHIPPED_MAX_LOAD),
+                                  sv.MAX_LOAD_REQUESTS)
     parts_by_key = T.run_parts(runs, {})
     if a.by_release:
         by_release(records(pairs, parts_by_key, {}))

@@ -101,6 +101,17 @@ def _cost(key):
                            eff)
 
 
+def cached_record(cache, rows, requests: int):
+    """``record(rows(), requests)``, read from the pickle ``cache`` if it exists (written there
+    otherwise; None = no cache). ``rows`` is called only when there is no cache to read."""
+    if cache and Path(cache).exists():
+        return pickle.loads(Path(cache).read_bytes())
+    runs, pairs = record(rows(), requests)
+    if cache:
+        Path(cache).write_bytes(pickle.dumps((runs, pairs)))
+    return runs, pairs
+
+
 def record(rows, requests: int):
     """{config key: (output tokens, [(F, n_seqs)] per time_s call)}, [(row, key)]."""
     runs, out = {}, []
@@ -256,12 +267,8 @@ def main() -> int:
         print(f"unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}" if bad else
               "--sample and --requests must be >= 1", file=sys.stderr)
         return 2
-    if a.cache and Path(a.cache).exists():
-        runs, pairs = pickle.loads(Path(a.cache).read_bytes())
-    else:
-        runs, pairs = record(sv.load_rows(sv.SHIPPED_MAX_LOAD)[::a.sample], a.requests)
-        if a.cache:
-            Path(a.cache).write_bytes(pickle.dumps((runs, pairs)))
+    runs, pairs = cached_record(a.cache, lambda: sv.load_rows(sv.SHIPPED_MAX_LOAD)[::a.sample],
+                                a.requests)
     for v in names:
         pk = run_parts(runs, VARIANTS[v])
         if a.table:

@@ -15,7 +15,7 @@ from llmpara_core.presets import load_hardware, load_model
 from llmpara_core.serving import cost as C, stack_version as V
 
 
-@pytest.mark.parametrize("v, rng", [("0.12", "0.11-0.12"), ("0.12.0", "0.11-0.12"),
+@pytest.mark.parametrize("v, rng", [("0.12", "0.12"), ("0.12.0", "0.12"), ("0.11.0", "0.11"),
                                     ("v0.17", "0.15-0.17"), ("0.10.0", "0.10"),
                                     ("0.21", "0.18-0.21")])
 def test_release_ranges(v, rng):

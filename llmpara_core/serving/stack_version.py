@@ -16,6 +16,22 @@ group's rows, the power wall's duty held at ``cost.TENSOR_DUTY``; ``leave_one_gp
 duty and factors without each GPU's rows. No version (``None``) = factor 1, the profile fitted
 on all releases pooled (what ``--framework tensorrt-llm`` always was).
 
+Releases 0.11 and 0.12 are separate ranges: besides their dependencies (TensorRT 10.2 / 10.3,
+below), their rows were measured by different harnesses on differently built engines. The 0.11
+rows (perf-overview at the v0.11.0 release commit, github NVIDIA/TensorRT-LLM@05316d331336:
+docs/source/performance/perf-overview.md, "Methodology") ran the C++ ``gptManagerBenchmark`` (``--type IFB --scheduler_policy
+guaranteed_no_evict --kv_cache_free_gpu_mem_fraction 0.99 --enable_chunked_context``) on
+engines built by ``trtllm-build`` with ``--multiple_profiles enable --reduce_fusion disable``,
+``max_input_len`` / ``max_output_len`` 2048 and hand-set ``max_batch_size`` / ``max_num_tokens``
+per model and TP (its "Network Configuration Files and Settings" table); the 0.12 rows (the
+same page at v0.12.0, @bfc50a71b239, "Reproducing Benchmarked Results") ran ``trtllm-bench
+throughput`` (Python, the executor API) on engines ``trtllm-bench build --dataset`` sized from
+the dataset's own statistics. The same page at v0.12.0 lists, as a known issue, extra GPU
+memory allocated with ``--multiple_profiles`` "starting from v0.11" -- the 0.11 builds' flag.
+The shared rows' notes say the same (``README_batched.md``: "gptManagerBenchmark (v0.10-0.11)
+or trtllm-bench (v0.12-0.17)"). Measured on the same configuration (no model), 0.11 / 0.17 is
+0.96 (dense FP8, 8 configurations) and 0.12 / 0.17 0.94 (10); MoE FP8 0.94 (4) and 0.96 (15).
+
 MLPerf Inference v4.1 (NVIDIA's and the NVIDIA-derived Dell TRT submissions) ran the
 TensorRT-LLM of TensorRT 10.2.0 / CUDA 12.4 (github mlcommons/inference_results_v4.1@
 a2f5d66d17e8: closed/NVIDIA/systems/DGX-H100_H100-SXM-80GBx8_TRT.json, "framework":
@@ -33,8 +49,11 @@ import numpy as np
 
 from ..errors import ConfigError
 
-# (name, first release, last release) of each range; a release outside every range is refused
-RANGES = (("0.10", (0, 10), (0, 10)), ("0.11-0.12", (0, 11), (0, 12)),
+# (name, first release, last release) of each range; a release outside every range is refused.
+# 0.11 and 0.12 are separate ranges (module docstring): 0.11's rows were measured by
+# gptManagerBenchmark on engines with hand-set limits, 0.12's by trtllm-bench on engines it
+# sizes itself.
+RANGES = (("0.10", (0, 10), (0, 10)), ("0.11", (0, 11), (0, 11)), ("0.12", (0, 12), (0, 12)),
           ("0.13-0.14", (0, 13), (0, 14)), ("0.15-0.17", (0, 15), (0, 17)),
           ("0.18-0.21", (0, 18), (0, 21)))
 FAMILIES = ("dense", "moe")
@@ -48,7 +67,8 @@ MLPERF_V41_VERSION = "0.11"
 # capacities read as decimal GB). 0.10 dense sits at the grid's edge (few rows, A100 only).
 TIME_SCALE: dict[tuple[str, str], float] = {
     ("0.10", "dense"): 1.25, ("0.10", "moe"): 1.11,
-    ("0.11-0.12", "dense"): 0.94, ("0.11-0.12", "moe"): 1.12,
+    ("0.11", "dense"): 0.94, ("0.11", "moe"): 1.12,
+    ("0.12", "dense"): 0.94, ("0.12", "moe"): 1.12,
     ("0.13-0.14", "dense"): 0.99, ("0.13-0.14", "moe"): 1.04,
     ("0.15-0.17", "dense"): 0.96, ("0.15-0.17", "moe"): 0.96,
     ("0.18-0.21", "dense"): 1.0}

@@ -14,8 +14,10 @@ MAX_RUNTIME_RESERVE_BYTES = 1e12
 # TensorRT-LLM's runtime reserve per device [GiB] (``EngineConfig.runtime_reserve_bytes``),
 # fitted on the max-load rows with the power wall's duty and the release factors refitted on
 # top of each grid value (``serving.reserve_fit``, ``scripts/fit_runtime_reserve.py``; grid
-# 0-5 GiB): in sample 10.4 % at 0, 8.1 % at 4 GiB; leave-one-GPU-out (reserve, duty and
-# factors refitted without each GPU; every fold picks 4) 9.7 %, signed -1.5 %. What it stands
+# 0-5 GiB; refitted on all 1,794 rows on the current cost, release ranges 0.11 and 0.12 split):
+# in sample 9.1 % at 0, 8.6 / 8.4 / 8.0 % at 1 / 2 / 3, 7.8 % at 4, 8.4 % at 5 GiB;
+# leave-one-GPU-out (reserve, duty and factors refitted without each GPU; the folds pick 3 / 4
+# / 3 / 4 GiB for A100 PCIe / A100 SXM / H100 / L40S) 8.8 %, signed -1.1 %. What it stands
 # for, from one published trtllm-bench log (H100, TensorRT-LLM 0.12, Llama-2-7B FP8, max batch
 # 4096: the example executor log of the trtllm-bench guide, github NVIDIA/TensorRT-LLM
 # benchmarks/Suite.md at "TensorRT-LLM Version: 0.12.0.dev2024073000", found by exact-string

@@ -19,14 +19,14 @@ on all releases pooled (what ``--framework tensorrt-llm`` always was).
 Releases 0.11 and 0.12 are separate ranges: besides their dependencies (TensorRT 10.2 / 10.3,
 below), their rows were measured by different harnesses on differently built engines. The 0.11
 rows (perf-overview at the v0.11.0 release commit, github NVIDIA/TensorRT-LLM@05316d331336:
-docs/source/performance/perf-overview.md, "Methodology") ran the C++ ``gptManagerBenchmark`` (``--type IFB --scheduler_policy
-guaranteed_no_evict --kv_cache_free_gpu_mem_fraction 0.99 --enable_chunked_context``) on
-engines built by ``trtllm-build`` with ``--multiple_profiles enable --reduce_fusion disable``,
-``max_input_len`` / ``max_output_len`` 2048 and hand-set ``max_batch_size`` / ``max_num_tokens``
-per model and TP (its "Network Configuration Files and Settings" table); the 0.12 rows (the
-same page at v0.12.0, @bfc50a71b239, "Reproducing Benchmarked Results") ran ``trtllm-bench
-throughput`` (Python, the executor API) on engines ``trtllm-bench build --dataset`` sized from
-the dataset's own statistics. The same page at v0.12.0 lists, as a known issue, extra GPU
+docs/source/performance/perf-overview.md, "Methodology") ran the C++ ``gptManagerBenchmark``
+(``--type IFB --scheduler_policy guaranteed_no_evict --kv_cache_free_gpu_mem_fraction 0.99
+--enable_chunked_context``) on engines built by ``trtllm-build`` with ``--multiple_profiles
+enable --reduce_fusion disable``, ``max_input_len`` / ``max_output_len`` 2048 and hand-set
+``max_batch_size`` / ``max_num_tokens`` per model and TP (its "Network Configuration Files and
+Settings" table); the 0.12 rows (the same page at v0.12.0, @bfc50a71b239, "Reproducing
+Benchmarked Results") ran ``trtllm-bench throughput`` on engines that ``trtllm-bench build
+--dataset`` sizes from the dataset. The same page at v0.12.0 lists, as a known issue, extra GPU
 memory allocated with ``--multiple_profiles`` "starting from v0.11" -- the 0.11 builds' flag.
 The shared rows' notes say the same (``README_batched.md``: "gptManagerBenchmark (v0.10-0.11)
 or trtllm-bench (v0.12-0.17)"). Measured on the same configuration (no model), 0.11 / 0.17 is

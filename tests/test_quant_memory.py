@@ -1,6 +1,7 @@
 """Issue 27: a stack's quantised weights streamed at a share of its 16-bit streaming rate
 (``Efficiency.quant_memory``), the what-if form of a stack's quantised-matmul cost
-(``stack_fit.QUANT_FORMS``; the fit's default stays the fixed cost per matmul in launches)."""
+(``stack_fit.QUANT_FORMS``): gpt-fast's form, read from its source (``QUANT_FORM_BY_STACK``);
+every other stack keeps the fixed cost per matmul in launches."""
 
 from dataclasses import replace
 
@@ -101,8 +102,10 @@ def gpt_fast_rows():
 
 def test_share_form_fits_a_known_share_back(gpt_fast_rows):
     """gpt-fast's single-device rows remade by the core with a known share are fitted back
-    under the "share" form; the default form stays the launches per quantised matmul."""
+    under the "share" form, gpt-fast's default (its source: one fused kernel per quantised
+    matmul); the launch form still fits its launches."""
     assert stack_fit.QUANT_FORM == "launch"
+    assert stack_fit.QUANT_FORM_BY_STACK.get("gpt-fast") == "share"
     table = calibration.default_table()
     truth = FrameworkProfile("gpt-fast", "gpt-fast", memory_scale=1.3, kv_per_query_head=True,
                              absolute={"quant_memory": 0.7})
@@ -114,6 +117,18 @@ def test_share_form_fits_a_known_share_back(gpt_fast_rows):
     assert "act_quant_kernels" not in got.absolute
     assert got.memory_scale == pytest.approx(1.3, rel=0.02)
     default = stack_fit.fit_framework("gpt-fast", made, table)
-    assert "quant_memory" not in default.absolute and "act_quant_kernels" in default.absolute
+    assert default.absolute["quant_memory"] == pytest.approx(0.7, rel=0.03)
+    assert "act_quant_kernels" not in default.absolute
+    launch = stack_fit.fit_framework("gpt-fast", made, table, quant_form="launch")
+    assert "quant_memory" not in launch.absolute and "act_quant_kernels" in launch.absolute
     with pytest.raises(ConfigError, match="quant_form"):
         stack_fit.fit_framework("gpt-fast", made, table, quant_form="per-byte")
+
+
+def test_other_stacks_keep_the_launch_form(gpt_fast_rows):
+    """A stack QUANT_FORM_BY_STACK does not name (here MLC, fitted on gpt-fast's rows relabelled)
+    is charged launches per quantised matmul, never a share."""
+    table = calibration.default_table()
+    assert "mlc" not in stack_fit.QUANT_FORM_BY_STACK
+    got = stack_fit.fit_framework("mlc", gpt_fast_rows, table)
+    assert "act_quant_kernels" in got.absolute and "quant_memory" not in got.absolute

@@ -83,14 +83,31 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # "launch" -- a fitted fixed cost per quantised matmul, in launches
 # (``Efficiency.act_quant_kernels``); "share" -- its weight-only kernels stream quantised
 # weights at a fitted share of its 16-bit streaming rate (``Efficiency.quant_memory``). The
-# fit uses QUANT_FORM; "share" is a what-if (``scripts/quant_cost_whatif.py``), tried for
-# issue 27 and not kept: gpt-fast's held-out A100 int8/int4 rows improve (median 28.5 -> 11 %;
-# gpt-fast held out 10.2 -> 9.1 %, in sample 6.4 -> 5.0 %), but MLC's get worse
-# (13.2 -> 15.1 %), the datacenter batch-1 figure stays at 9.0 %, and the A100's own int8 rows
-# want the fixed cost per matmul (70B int8 on one GPU -17 % in sample; TP series speedups
-# 4.5 -> 4.9 %). docs/accuracy.md has the figures of every variant tried.
+# fit uses QUANT_FORM_BY_STACK where it names the stack, else QUANT_FORM.
+# "share" for every stack (``scripts/quant_cost_whatif.py --variant share``) was tried for
+# issue 27 and not kept: gpt-fast held out 10.2 -> 9.1 %, but MLC's rows get worse
+# (13.2 -> 15.1 %). docs/accuracy.md has the figures of every variant tried.
+# gpt-fast's form is read from its source (issue 27, gptfast29): its quantised matmuls launch
+# no kernel beyond the matmul. int8: ``WeightOnlyInt8Linear.forward`` is
+# ``F.linear(input, self.weight.to(dtype=input.dtype)) * self.scales`` (github
+# pytorch-labs/gpt-fast quantize.py; its MoE twin ``ConditionalFeedForwardBit8`` in
+# mixtral-moe/quantize.py converts and gathers the top-k experts' int8 weights inside its
+# einsums), compiled with ``torch._inductor.config.coordinate_descent_tuning = True``
+# (generate.py), under which Inductor decomposes a matmul with one row (batch-1 decode) into a
+# pointwise product and a sum (github pytorch/pytorch torch/_inductor/decomposition.py,
+# ``mm``: "Our matrix vector multiplies only achieve peak bandwidth with coordinate descent
+# tuning"; ``bmm`` likewise), so the int8 -> bf16 conversion, the expert gather and the scale
+# fuse into that one generated reduction kernel; int4: one ``torch.ops.aten._weight_int4pack_mm``
+# (tinygemm) call per Linear (quantize.py ``linear_forward_int4``), which unpacks inside the
+# kernel. What such a kernel pays is work per byte (its rate), not a launch: "share". Held
+# out (``scripts/loo_residuals.py --device nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd
+# --regime batch-1``): gpt-fast 10.2 -> 9.1 % (A100 int8/int4 rows median 28.5 -> 11.0 %:
+# Mixtral int8 TP2/4/8 -30/-35/-40 -> -24/-12/-3 %, Llama-2/3.1-70B int8 TP8 -30/-28 -> -8/-7
+# %; its MI250X int8 row +28.5 -> +18.0 %, BF16 row +5.4 -> +10.4 %); MLC unchanged (launch).
+# {} = the launch form for every stack (the figures before).
 QUANT_FORMS = ("launch", "share")
 QUANT_FORM = "launch"
+QUANT_FORM_BY_STACK = {"gpt-fast": "share"}
 
 
 # ---- stack fit ------------------------------------------------------------------------------
@@ -137,8 +154,9 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
     kernel values borrowed from another stack: only the per-pass costs are fitted. ``shrink``
     = lambda of the batch-1 shrinkage (``SHRINK_GRID``); ``quant_form`` = how its quantised
-    rows' extra cost is fitted (``QUANT_FORMS``; None = ``QUANT_FORM``)."""
-    quant_form = quant_form or QUANT_FORM
+    rows' extra cost is fitted (``QUANT_FORMS``; None = the stack's ``QUANT_FORM_BY_STACK``
+    entry, else ``QUANT_FORM``)."""
+    quant_form = quant_form or QUANT_FORM_BY_STACK.get(name, QUANT_FORM)
     if quant_form not in QUANT_FORMS:
         raise ConfigError(f"quant_form must be one of {', '.join(QUANT_FORMS)}, got "
                           f"{quant_form!r}")

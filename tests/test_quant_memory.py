@@ -132,3 +132,17 @@ def test_other_stacks_keep_the_launch_form(gpt_fast_rows):
     assert "mlc" not in stack_fit.QUANT_FORM_BY_STACK
     got = stack_fit.fit_framework("mlc", gpt_fast_rows, table)
     assert "act_quant_kernels" in got.absolute and "quant_memory" not in got.absolute
+
+
+def test_share_with_launch_what_if(gpt_fast_rows, monkeypatch):
+    """The what-if SHARE_LAUNCH_QUANT_ROWS (off when shipped) fits a cost per quantised matmul
+    beside the share only where the stack has that many quantised batch-1 rows."""
+    assert stack_fit.SHARE_LAUNCH_QUANT_ROWS == 0
+    table = calibration.default_table()
+    quant = sum(r.precision.weight_ffn_bits < 16 for r in gpt_fast_rows)
+    monkeypatch.setattr(stack_fit, "SHARE_LAUNCH_QUANT_ROWS", quant)
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table)
+    assert {"quant_memory", "act_quant_kernels"} <= set(got.absolute)
+    monkeypatch.setattr(stack_fit, "SHARE_LAUNCH_QUANT_ROWS", quant + 1)
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table)
+    assert "quant_memory" in got.absolute and "act_quant_kernels" not in got.absolute

@@ -1,7 +1,7 @@
 """Issue 27: a stack's quantised weights streamed at a share of its 16-bit streaming rate
 (``Efficiency.quant_memory``), the what-if form of a stack's quantised-matmul cost
-(``stack_fit.QUANT_FORMS``): gpt-fast's form, read from its source (``QUANT_FORM_BY_STACK``);
-every other stack keeps the fixed cost per matmul in launches."""
+(``stack_fit.QUANT_FORMS``; the fit's default stays the fixed cost per matmul in launches, for
+every stack: ``QUANT_FORM_BY_STACK``, the per-stack what-if, is empty when shipped)."""
 
 from dataclasses import replace
 
@@ -102,10 +102,9 @@ def gpt_fast_rows():
 
 def test_share_form_fits_a_known_share_back(gpt_fast_rows):
     """gpt-fast's single-device rows remade by the core with a known share are fitted back
-    under the "share" form, gpt-fast's default (its source: one fused kernel per quantised
-    matmul); the launch form still fits its launches."""
+    under the "share" form; the default form stays the launches per quantised matmul."""
     assert stack_fit.QUANT_FORM == "launch"
-    assert stack_fit.QUANT_FORM_BY_STACK.get("gpt-fast") == "share"
+    assert stack_fit.QUANT_FORM_BY_STACK == {}
     table = calibration.default_table()
     truth = FrameworkProfile("gpt-fast", "gpt-fast", memory_scale=1.3, kv_per_query_head=True,
                              absolute={"quant_memory": 0.7})
@@ -117,19 +116,19 @@ def test_share_form_fits_a_known_share_back(gpt_fast_rows):
     assert "act_quant_kernels" not in got.absolute
     assert got.memory_scale == pytest.approx(1.3, rel=0.02)
     default = stack_fit.fit_framework("gpt-fast", made, table)
-    assert default.absolute["quant_memory"] == pytest.approx(0.7, rel=0.03)
-    assert "act_quant_kernels" not in default.absolute
-    launch = stack_fit.fit_framework("gpt-fast", made, table, quant_form="launch")
-    assert "quant_memory" not in launch.absolute and "act_quant_kernels" in launch.absolute
+    assert "quant_memory" not in default.absolute and "act_quant_kernels" in default.absolute
     with pytest.raises(ConfigError, match="quant_form"):
         stack_fit.fit_framework("gpt-fast", made, table, quant_form="per-byte")
 
 
-def test_other_stacks_keep_the_launch_form(gpt_fast_rows):
-    """A stack QUANT_FORM_BY_STACK does not name (here MLC, fitted on gpt-fast's rows relabelled)
-    is charged launches per quantised matmul, never a share."""
+def test_the_per_stack_form_what_if(gpt_fast_rows, monkeypatch):
+    """QUANT_FORM_BY_STACK (the what-if; empty when shipped) gives the stacks it names their
+    form by default; a stack it does not name (here MLC, fitted on gpt-fast's rows) keeps the
+    launches per quantised matmul."""
     table = calibration.default_table()
-    assert "mlc" not in stack_fit.QUANT_FORM_BY_STACK
+    monkeypatch.setattr(stack_fit, "QUANT_FORM_BY_STACK", {"gpt-fast": "share"})
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table)
+    assert "quant_memory" in got.absolute and "act_quant_kernels" not in got.absolute
     got = stack_fit.fit_framework("mlc", gpt_fast_rows, table)
     assert "act_quant_kernels" in got.absolute and "quant_memory" not in got.absolute
 
@@ -141,8 +140,8 @@ def test_share_with_launch_what_if(gpt_fast_rows, monkeypatch):
     table = calibration.default_table()
     quant = sum(r.precision.weight_ffn_bits < 16 for r in gpt_fast_rows)
     monkeypatch.setattr(stack_fit, "SHARE_LAUNCH_QUANT_ROWS", quant)
-    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table)
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table, quant_form="share")
     assert {"quant_memory", "act_quant_kernels"} <= set(got.absolute)
     monkeypatch.setattr(stack_fit, "SHARE_LAUNCH_QUANT_ROWS", quant + 1)
-    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table)
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table, quant_form="share")
     assert "quant_memory" in got.absolute and "act_quant_kernels" not in got.absolute

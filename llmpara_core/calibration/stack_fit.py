@@ -85,10 +85,13 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # weights at a fitted share of its 16-bit streaming rate (``Efficiency.quant_memory``). The
 # fit uses QUANT_FORM_BY_STACK where it names the stack, else QUANT_FORM.
 # "share" for every stack (``scripts/quant_cost_whatif.py --variant share``) was tried for
-# issue 27 and not kept: gpt-fast held out 10.2 -> 9.1 %, but MLC's rows get worse
-# (13.2 -> 15.1 %). docs/accuracy.md has the figures of every variant tried.
-# gpt-fast's form is read from its source (issue 27, gptfast29): its quantised matmuls launch
-# no kernel beyond the matmul. int8: ``WeightOnlyInt8Linear.forward`` is
+# issue 27 and not kept: gpt-fast's held-out A100 int8/int4 rows improve (median 28.5 -> 11 %;
+# gpt-fast held out 10.2 -> 9.1 %, in sample 6.4 -> 5.0 %), but MLC's get worse
+# (13.2 -> 15.1 %), the datacenter batch-1 figure stays at 9.0 %, and the A100's own int8 rows
+# want the fixed cost per matmul (70B int8 on one GPU -17 % in sample; TP series speedups
+# 4.5 -> 4.9 %). docs/accuracy.md has the figures of every variant tried.
+# What-if (gptfast29, off): gpt-fast's form read from its source -- its quantised matmuls
+# launch no kernel beyond the matmul. int8: ``WeightOnlyInt8Linear.forward`` is
 # ``F.linear(input, self.weight.to(dtype=input.dtype)) * self.scales`` (github
 # pytorch-labs/gpt-fast quantize.py; its MoE twin ``ConditionalFeedForwardBit8`` in
 # mixtral-moe/quantize.py converts and gathers the top-k experts' int8 weights inside its
@@ -97,17 +100,25 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # pointwise product and a sum (github pytorch/pytorch torch/_inductor/decomposition.py,
 # ``mm``: "Our matrix vector multiplies only achieve peak bandwidth with coordinate descent
 # tuning"; ``bmm`` likewise), so the int8 -> bf16 conversion, the expert gather and the scale
-# fuse into that one generated reduction kernel; int4: one ``torch.ops.aten._weight_int4pack_mm``
-# (tinygemm) call per Linear (quantize.py ``linear_forward_int4``), which unpacks inside the
-# kernel. What such a kernel pays is work per byte (its rate), not a launch: "share". Held
-# out (``scripts/loo_residuals.py --device nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd
-# --regime batch-1``): gpt-fast 10.2 -> 9.1 % (A100 int8/int4 rows median 28.5 -> 11.0 %:
+# fuse into that one generated reduction kernel; int4: one
+# ``torch.ops.aten._weight_int4pack_mm`` (tinygemm) call per Linear (quantize.py
+# ``linear_forward_int4``), which unpacks inside the kernel. What such a kernel pays is work
+# per byte (its rate), not a launch: "share". Held out (``scripts/loo_residuals.py --device
+# nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd --regime batch-1``): gpt-fast 10.2 -> 9.1 % (A100 int8/int4 rows median 28.5 -> 11.0 %:
 # Mixtral int8 TP2/4/8 -30/-35/-40 -> -24/-12/-3 %, Llama-2/3.1-70B int8 TP8 -30/-28 -> -8/-7
 # %; its MI250X int8 row +28.5 -> +18.0 %, BF16 row +5.4 -> +10.4 %); MLC unchanged (launch).
-# {} = the launch form for every stack (the figures before).
+# Refitted and run through `llmpara validate --loo --time-budget 3000`: batch 1 5.21 %
+# (unchanged; 111 rows within 4 %), datacenter 9.01 -> 8.90 % (but 24 -> 23 rows within 6 %),
+# gpt-fast 10.17 -> 9.15 %, prefill and batched unchanged; in sample gpt-fast 6.4 -> 4.7 %,
+# batch 1 3.83 -> 3.90 %. Not kept: the tensor-parallel series gets worse
+# (`validate --regime tp --loo` 3.4 -> 3.6 %, gpt-fast's speedups 3.9 -> 6.5 %) and breaks its
+# stated tolerance (tests/test_parallel_validation.py: Llama-2 70B int8 TP1 -> TP8 speedup
+# +25 % > 20 %): the A100's own int8 rows on one GPU want the fixed cost per matmul (-3 / +2 /
+# -10 -> -20 / -16 / -22 % for 70B / 3.1-70B / Mixtral int8 with the share). Switch on with
+# {"gpt-fast": "share"} (scripts/quant_cost_whatif.py --variant gptfast-share).
 QUANT_FORMS = ("launch", "share")
 QUANT_FORM = "launch"
-QUANT_FORM_BY_STACK = {"gpt-fast": "share"}
+QUANT_FORM_BY_STACK: dict = {}
 # What-if (gptfast29, not kept): under the "share" form, also a fixed cost per quantised matmul
 # (in launches: a longer tail of the quantised kernel, not a kernel of its own) where the
 # stack's batch-1 rows hold at least this many quantised rows (0 = never). The A100's own

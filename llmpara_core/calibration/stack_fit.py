@@ -104,9 +104,10 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # ``torch.ops.aten._weight_int4pack_mm`` (tinygemm) call per Linear (quantize.py
 # ``linear_forward_int4``), which unpacks inside the kernel. What such a kernel pays is work
 # per byte (its rate), not a launch: "share". Held out (``scripts/loo_residuals.py --device
-# nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd --regime batch-1``): gpt-fast 10.2 -> 9.1 % (A100 int8/int4 rows median 28.5 -> 11.0 %:
-# Mixtral int8 TP2/4/8 -30/-35/-40 -> -24/-12/-3 %, Llama-2/3.1-70B int8 TP8 -30/-28 -> -8/-7
-# %; its MI250X int8 row +28.5 -> +18.0 %, BF16 row +5.4 -> +10.4 %); MLC unchanged (launch).
+# nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd --regime batch-1``): gpt-fast 10.2 ->
+# 9.1 % (A100 int8/int4 rows median 28.5 -> 11.0 %: Mixtral int8 TP2/4/8 -30/-35/-40 ->
+# -24/-12/-3 %, Llama-2/3.1-70B int8 TP8 -30/-28 -> -8/-7 %; its MI250X int8 row +28.5 ->
+# +18.0 %, BF16 row +5.4 -> +10.4 %); MLC unchanged (launch).
 # Refitted and run through `llmpara validate --loo --time-budget 3000`: batch 1 5.21 %
 # (unchanged; 111 rows within 4 %), datacenter 9.01 -> 8.90 % (but 24 -> 23 rows within 6 %),
 # gpt-fast 10.17 -> 9.15 %, prefill and batched unchanged; in sample gpt-fast 6.4 -> 4.7 %,

@@ -176,7 +176,8 @@ class Efficiency:
     stream their fewer bytes more slowly than the 16-bit path streams its own; 1 = no
     difference. A share of the bandwidth, not a bound per compute unit (``roofline.
     weight_stream_limits`` combines the two). A stack profile's key (``quant_memory``); the
-    shipped fit sets it for no stack (``calibration.stack_fit.QUANT_FORM``).
+    shipped fit sets it for no stack (``calibration.stack_fit.QUANT_FORM`` and
+    ``QUANT_FORM_BY_STACK``).
     ``quant_compute`` is the fraction of the GEMM rate (``compute``) of the unit that runs
     them a stack's matmuls with quantised weights reach at many tokens in flight
     (``Operator.quantized``): kernels that unpack blocks of quantised weights inside their

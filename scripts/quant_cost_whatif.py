@@ -11,6 +11,8 @@ weight-only; MLC: F16 and q4f16_1) pins what its quantised matmuls cost beyond t
 
 * ``launch`` -- the default (``stack_fit.QUANT_FORM``): a fixed cost per quantised matmul, in
   launches (``Efficiency.act_quant_kernels``);
+* ``gptfast-share`` -- ``launch``, but gpt-fast's quantised matmuls as ``share`` (its source:
+  one fused kernel per quantised matmul; ``stack_fit.QUANT_FORM_BY_STACK``, gptfast29);
 * ``share`` -- quantised weights stream at a fitted share of the stack's 16-bit streaming rate
   (``Efficiency.quant_memory``: dequantising inside a matrix-vector product is work per byte);
 * ``cu`` -- gpt-fast's quantised weights stream at most so many bytes per compute unit per
@@ -56,7 +58,7 @@ from llmpara_core.roofline import op_time_s  # noqa: E402
 STACKS = ("gpt-fast", "mlc")
 DEVICES = ("amd-mi250x-gcd", "nvidia-a100-sxm-80gb", "nvidia-a100-pcie-80gb", "nvidia-a10g",
            "nvidia-rtx-3090-ti", "nvidia-rtx-4090")
-VARIANTS = ("launch", "share", "cu", "nccl", "identified")
+VARIANTS = ("launch", "share", "gptfast-share", "cu", "nccl", "identified")
 CU_STARTS = (2.0, 4.0, 8.0, 16.0)      # bytes per compute unit per cycle
 _fit_framework = stack_fit.fit_framework
 _net_time = collectives.Net.time
@@ -105,6 +107,7 @@ def _nccl_time(self, kind, n, m_bytes, nodes, est):
 def use(variant: str) -> None:
     """Switch the fit and the core to ``variant`` (the default: ``launch``)."""
     stack_fit.QUANT_FORM = "share" if variant == "share" else "launch"
+    stack_fit.QUANT_FORM_BY_STACK = {"gpt-fast": "share"} if variant == "gptfast-share" else {}
     stack_fit.MIN_FRAMEWORK_DEVICES = 2 if variant == "identified" else 1
     stack_fit.fit_framework = _cu_fit if variant == "cu" else _fit_framework
     fitting.fit_framework = stack_fit.fit_framework

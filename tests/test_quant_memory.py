@@ -1,6 +1,7 @@
 """Issue 27: a stack's quantised weights streamed at a share of its 16-bit streaming rate
 (``Efficiency.quant_memory``), the what-if form of a stack's quantised-matmul cost
-(``stack_fit.QUANT_FORMS``; the fit's default stays the fixed cost per matmul in launches)."""
+(``stack_fit.QUANT_FORMS``; the fit's default stays the fixed cost per matmul in launches, for
+every stack: ``QUANT_FORM_BY_STACK``, the per-stack what-if, is empty when shipped)."""
 
 from dataclasses import replace
 
@@ -103,6 +104,7 @@ def test_share_form_fits_a_known_share_back(gpt_fast_rows):
     """gpt-fast's single-device rows remade by the core with a known share are fitted back
     under the "share" form; the default form stays the launches per quantised matmul."""
     assert stack_fit.QUANT_FORM == "launch"
+    assert stack_fit.QUANT_FORM_BY_STACK == {}
     table = calibration.default_table()
     truth = FrameworkProfile("gpt-fast", "gpt-fast", memory_scale=1.3, kv_per_query_head=True,
                              absolute={"quant_memory": 0.7})
@@ -117,3 +119,29 @@ def test_share_form_fits_a_known_share_back(gpt_fast_rows):
     assert "quant_memory" not in default.absolute and "act_quant_kernels" in default.absolute
     with pytest.raises(ConfigError, match="quant_form"):
         stack_fit.fit_framework("gpt-fast", made, table, quant_form="per-byte")
+
+
+def test_the_per_stack_form_what_if(gpt_fast_rows, monkeypatch):
+    """QUANT_FORM_BY_STACK (the what-if; empty when shipped) gives the stacks it names their
+    form by default; a stack it does not name (here MLC, fitted on gpt-fast's rows) keeps the
+    launches per quantised matmul."""
+    table = calibration.default_table()
+    monkeypatch.setattr(stack_fit, "QUANT_FORM_BY_STACK", {"gpt-fast": "share"})
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table)
+    assert "quant_memory" in got.absolute and "act_quant_kernels" not in got.absolute
+    got = stack_fit.fit_framework("mlc", gpt_fast_rows, table)
+    assert "act_quant_kernels" in got.absolute and "quant_memory" not in got.absolute
+
+
+def test_share_with_launch_what_if(gpt_fast_rows, monkeypatch):
+    """The what-if SHARE_LAUNCH_QUANT_ROWS (off when shipped) fits a cost per quantised matmul
+    beside the share only where the stack has that many quantised batch-1 rows."""
+    assert stack_fit.SHARE_LAUNCH_QUANT_ROWS == 0
+    table = calibration.default_table()
+    quant = sum(r.precision.weight_ffn_bits < 16 for r in gpt_fast_rows)
+    monkeypatch.setattr(stack_fit, "SHARE_LAUNCH_QUANT_ROWS", quant)
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table, quant_form="share")
+    assert {"quant_memory", "act_quant_kernels"} <= set(got.absolute)
+    monkeypatch.setattr(stack_fit, "SHARE_LAUNCH_QUANT_ROWS", quant + 1)
+    got = stack_fit.fit_framework("gpt-fast", gpt_fast_rows, table, quant_form="share")
+    assert "quant_memory" in got.absolute and "act_quant_kernels" not in got.absolute

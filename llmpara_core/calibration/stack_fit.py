@@ -83,14 +83,58 @@ OVERHEAD_FIELDS = ("step_overhead_s", "seq_overhead_s")
 # "launch" -- a fitted fixed cost per quantised matmul, in launches
 # (``Efficiency.act_quant_kernels``); "share" -- its weight-only kernels stream quantised
 # weights at a fitted share of its 16-bit streaming rate (``Efficiency.quant_memory``). The
-# fit uses QUANT_FORM; "share" is a what-if (``scripts/quant_cost_whatif.py``), tried for
+# fit uses QUANT_FORM_BY_STACK where it names the stack, else QUANT_FORM.
+# "share" for every stack (``scripts/quant_cost_whatif.py --variant share``) was tried for
 # issue 27 and not kept: gpt-fast's held-out A100 int8/int4 rows improve (median 28.5 -> 11 %;
 # gpt-fast held out 10.2 -> 9.1 %, in sample 6.4 -> 5.0 %), but MLC's get worse
 # (13.2 -> 15.1 %), the datacenter batch-1 figure stays at 9.0 %, and the A100's own int8 rows
 # want the fixed cost per matmul (70B int8 on one GPU -17 % in sample; TP series speedups
 # 4.5 -> 4.9 %). docs/accuracy.md has the figures of every variant tried.
+# What-if (gptfast29, off): gpt-fast's form read from its source -- its quantised matmuls
+# launch no kernel beyond the matmul. int8: ``WeightOnlyInt8Linear.forward`` is
+# ``F.linear(input, self.weight.to(dtype=input.dtype)) * self.scales`` (github
+# pytorch-labs/gpt-fast quantize.py; its MoE twin ``ConditionalFeedForwardBit8`` in
+# mixtral-moe/quantize.py converts and gathers the top-k experts' int8 weights inside its
+# einsums), compiled with ``torch._inductor.config.coordinate_descent_tuning = True``
+# (generate.py), under which Inductor decomposes a matmul with one row (batch-1 decode) into a
+# pointwise product and a sum (github pytorch/pytorch torch/_inductor/decomposition.py,
+# ``mm``: "Our matrix vector multiplies only achieve peak bandwidth with coordinate descent
+# tuning"; ``bmm`` likewise), so the int8 -> bf16 conversion, the expert gather and the scale
+# fuse into that one generated reduction kernel; int4: one
+# ``torch.ops.aten._weight_int4pack_mm`` (tinygemm) call per Linear (quantize.py
+# ``linear_forward_int4``), which unpacks inside the kernel. What such a kernel pays is work
+# per byte (its rate), not a launch: "share". Held out (``scripts/loo_residuals.py --device
+# nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd --regime batch-1``): gpt-fast 10.2 ->
+# 9.1 % (A100 int8/int4 rows median 28.5 -> 11.0 %: Mixtral int8 TP2/4/8 -30/-35/-40 ->
+# -24/-12/-3 %, Llama-2/3.1-70B int8 TP8 -30/-28 -> -8/-7 %; its MI250X int8 row +28.5 ->
+# +18.0 %, BF16 row +5.4 -> +10.4 %); MLC unchanged (launch).
+# Refitted and run through `llmpara validate --loo --time-budget 3000`: batch 1 5.21 %
+# (unchanged; 111 rows within 4 %), datacenter 9.01 -> 8.90 % (but 24 -> 23 rows within 6 %),
+# gpt-fast 10.17 -> 9.15 %, prefill and batched unchanged; in sample gpt-fast 6.4 -> 4.7 %,
+# batch 1 3.83 -> 3.90 %. Not kept: the tensor-parallel series gets worse
+# (`validate --regime tp --loo` 3.4 -> 3.6 %, gpt-fast's speedups 3.9 -> 6.5 %) and breaks its
+# stated tolerance (tests/test_parallel_validation.py: Llama-2 70B int8 TP1 -> TP8 speedup
+# +25 % > 20 %): the A100's own int8 rows on one GPU want the fixed cost per matmul (-3 / +2 /
+# -10 -> -20 / -16 / -22 % for 70B / 3.1-70B / Mixtral int8 with the share). Switch on with
+# {"gpt-fast": "share"} (scripts/quant_cost_whatif.py --variant gptfast-share).
 QUANT_FORMS = ("launch", "share")
 QUANT_FORM = "launch"
+QUANT_FORM_BY_STACK: dict = {}
+# What-if (gptfast29, not kept): under the "share" form, also a fixed cost per quantised matmul
+# (in launches: a longer tail of the quantised kernel, not a kernel of its own) where the
+# stack's batch-1 rows hold at least this many quantised rows (0 = never). The A100's own
+# int8 rows want it: their byte rate relative to BF16 grows with the matrices (gpt-fast's
+# reported GB/s: 8B int8 1031 against BF16 1411 on one GPU; 70B int8 1254 on one GPU against
+# BF16 1482 per GPU on two), and share alone puts 70B int8 on one GPU at -15 % in sample. At 4
+# the A100 fold keeps share alone (the MI250X has one int8 row) and the MI250X fold fits both
+# on the A100's ten. Measured (scripts/loo_residuals.py's gpt-fast folds with it set:
+# --device nvidia-a100-sxm-80gb-330w --device amd-mi250x-gcd --regime batch-1): gpt-fast held
+# out 9.1 -> 9.0 % (MI250X BF16 +10.4 -> +9.4 %, int8 +18.0 -> +20.2 %); in sample (gpt-fast
+# refitted, classes as shipped) quant_memory 0.83 and 0.94 launches, gpt-fast 4.7 -> 4.8 %;
+# `validate --regime tp --loo` with that profile 3.6 -> 3.2 %, but gpt-fast's speedups 6.5
+# -> 8.3 % (3.9 % with the launch form). Not refitted nor run through the full
+# leave-one-device-out: left off.
+SHARE_LAUNCH_QUANT_ROWS = 0
 
 
 # ---- stack fit ------------------------------------------------------------------------------
@@ -137,8 +181,9 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
     single-device batched rows (each part needs its own minimum of rows). ``kernels`` = GPU
     kernel values borrowed from another stack: only the per-pass costs are fitted. ``shrink``
     = lambda of the batch-1 shrinkage (``SHRINK_GRID``); ``quant_form`` = how its quantised
-    rows' extra cost is fitted (``QUANT_FORMS``; None = ``QUANT_FORM``)."""
-    quant_form = quant_form or QUANT_FORM
+    rows' extra cost is fitted (``QUANT_FORMS``; None = the stack's ``QUANT_FORM_BY_STACK``
+    entry, else ``QUANT_FORM``)."""
+    quant_form = quant_form or QUANT_FORM_BY_STACK.get(name, QUANT_FORM)
     if quant_form not in QUANT_FORMS:
         raise ConfigError(f"quant_form must be one of {', '.join(QUANT_FORMS)}, got "
                           f"{quant_form!r}")
@@ -165,7 +210,11 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
         # pin it and the bandwidth scale exactly (requiring two of each made gpt-fast's
         # leave-one-device-out worse: 8.1 -> 10.5 %)
         aq = mixes_quant(name, decode)
-        n = 1 + two + aq
+        # both parts of the "share" form's cost where enough quantised rows pin two numbers
+        # (SHARE_LAUNCH_QUANT_ROWS; 0 = never)
+        both = bool(aq and quant_form == "share" and SHARE_LAUNCH_QUANT_ROWS and sum(
+            r.precision.weight_ffn_bits < 16 for r in decode) >= SHARE_LAUNCH_QUANT_ROWS)
+        n = 1 + two + aq + both
 
         def scales(x) -> tuple[dict, dict]:
             s = {"memory_scale": math.exp(x[0]),
@@ -173,7 +222,10 @@ def fit_framework(name: str, rows: list[Mapped], table: EfficiencyTable,
             if not aq:
                 return s, {}
             if quant_form == "share":
-                return s, {"quant_memory": min(1.0, math.exp(x[n - 1]))}
+                a = {"quant_memory": min(1.0, math.exp(x[1 + two]))}
+                if both:
+                    a["act_quant_kernels"] = min(MAX_ACT_QUANT_KERNELS, math.exp(x[n - 1]))
+                return s, a
             return s, {"act_quant_kernels": min(MAX_ACT_QUANT_KERNELS, math.exp(x[n - 1]))}
 
         def effs(x):

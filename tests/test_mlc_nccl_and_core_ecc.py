@@ -92,3 +92,16 @@ def test_mapped_pcie_rows_say_pcie():
         mapped = M.map_measurement(r)
         assert mapped.hardware.interconnect.link is LinkKind.PCIE
         assert np.isfinite(mapped.hardware.interconnect.bandwidth_bytes_per_s)
+
+
+def test_a10g_rows_run_on_an_amd_host_and_their_wide_rings_go_through_host_memory():
+    from llmpara_core.calibration import measurements as M
+    from llmpara_core.hardware import HostCpu
+    by_id = {r.row_id: r for r in M.read_shipped()[0]}
+    tp8 = M.map_measurement(by_id["D0668"]).hardware        # A10G, 8 GPUs
+    tp2 = M.map_measurement(by_id["D0666"]).hardware        # A10G, 2 GPUs
+    assert tp8.interconnect.host_cpu is HostCpu.AMD
+    assert col.nccl_ring_uses_shm(tp8.interconnect, 8)
+    assert not col.nccl_ring_uses_shm(tp2.interconnect, 2)
+    # the A100 rows' host is not stated
+    assert M.map_measurement(by_id["D0660"]).hardware.interconnect.host_cpu is None

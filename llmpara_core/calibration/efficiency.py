@@ -151,6 +151,10 @@ ACC16_STACKS = ("llama.cpp",)
 # The other stacks with TP rows are left as they are: gpt-fast's TP rows ran PyTorch's
 # intra-node all-reduce (ENABLE_INTRA_NODE_COMM=1, tp_measurements.csv), TensorRT-LLM its own
 # kernels (``collectives.trtllm_all_reduce_s``), llama.cpp a row split (``tp_row_copy_s``).
+# Measured (issue 27, held out with inline ECC in the core on): the A10G's fold 8.7 -> 7.2 %
+# (MLC TP4 / TP8 q4f16_1 +5.1 / +9.5 -> +2.6 / +4.0 %), MLC's A100 TP8 rows +9.6 / +17.9 ->
+# +6.1 / +9.7 %, MLC 7.8 -> 6.1 %, datacenter GPUs 8.1 -> 7.8 %, batch 1 5.18 % (the A10G's AMD
+# host on top, measurement_mapping [host_for]: 5.07 %, datacenter 7.8 %, MLC 5.6 %).
 # NCCL_ALLREDUCE_ON: False = every stack on the one-shot estimate (the model before; what-if).
 NCCL_ALLREDUCE_STACKS = ("mlc",)
 NCCL_ALLREDUCE_ON = True

@@ -67,7 +67,7 @@ class Rates:
 # "ECC Memory Resiliency": inline ECC "where a portion of main memory is carved out for ECC
 # bits, as in the GDDR5 memory subsystem of the Tesla K40 GPU where 6.25% of the overall GDDR5
 # is reserved for ECC bits", against HBM2's sideband ECC "without a bandwidth or capacity
-# penalty"; the drivers' totals show the same 15/16: L40S 46,068 MiB of 48 GiB, A10 / A10G
+# penalty"; the drivers' totals show the same 15/16: L40S 46,068 MiB of 48 GiB, A10
 # 23,028 MiB of 24 GiB, thundergolfer.com/blog/nvidia-gpu-memory-capacity). The check bits
 # cross the data bus, so first order a stream of B bytes moves 16/15 B: every estimated memory
 # rate x 15/16. HBM parts (sideband ECC) and consumer GDDR cards (ECC off by default) keep

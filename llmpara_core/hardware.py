@@ -208,8 +208,12 @@ class Efficiency:
     than ``roofline.WAVE_MIN_TOKENS`` rows) run as tiled GEMMs whose output tiles fill the SMs
     in whole waves, the last one partly idle (cuBLAS, as llama.cpp's CUDA builds before June
     2024 ran every prompt matmul: ``roofline.wave_flops_factor``); set per measurement row by
-    its build (``calibration.measurements.build_efficiency``). Set by the
-    stack (the reference stack's class values and its profile), not by hardware files."""
+    its build (``calibration.measurements.build_efficiency``). ``nccl_all_reduce``: the
+    stack's tensor-parallel all-reduces are plain NCCL calls, so an estimated all-reduce within
+    a node is timed by NCCL's own tuning model (``parallel.collectives.Net.time``,
+    ``nccl_ring_all_reduce_s``: its base and per-step latencies on the link's path, PCI or
+    NVLink) instead of the one-shot estimate. Set by the stack (the reference stack's class
+    values and its profile), not by hardware files."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -235,6 +239,7 @@ class Efficiency:
     node_step_s: float = 0.0
     quant_dequant_bytes: float = 0.0
     prompt_gemm_waves: bool = False
+    nccl_all_reduce: bool = False
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")

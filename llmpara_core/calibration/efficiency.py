@@ -144,6 +144,20 @@ ACT_QUANT_STACKS = ("llama.cpp",)
 # rows (discussion #15013) MMQ. The shipped fit prices both as MMQ: one fitted quant_compute
 # covers both paths.
 ACC16_STACKS = ("llama.cpp",)
+# Stacks whose tensor-parallel all-reduces are plain NCCL calls (``Efficiency.nccl_all_reduce``;
+# read from the source, not fitted): MLC LLM runs multi-GPU models on TVM's Disco runtime,
+# whose all-reduce is ncclAllReduce on the group's communicator (github apache/tvm@035cee65
+# src/runtime/disco/nccl/nccl.cc, AllReduce; registered as "runtime.disco.nccl.allreduce").
+# The other stacks with TP rows are left as they are: gpt-fast's TP rows ran PyTorch's
+# intra-node all-reduce (ENABLE_INTRA_NODE_COMM=1, tp_measurements.csv), TensorRT-LLM its own
+# kernels (``collectives.trtllm_all_reduce_s``), llama.cpp a row split (``tp_row_copy_s``).
+# Measured (issue 27, held out with inline ECC in the core on): the A10G's fold 8.7 -> 7.2 %
+# (MLC TP4 / TP8 q4f16_1 +5.1 / +9.5 -> +2.6 / +4.0 %), MLC's A100 TP8 rows +9.6 / +17.9 ->
+# +6.1 / +9.7 %, MLC 7.8 -> 6.1 %, datacenter GPUs 8.1 -> 7.8 %, batch 1 5.18 % (the A10G's AMD
+# host on top, measurement_mapping [host_for]: 5.07 %, datacenter 7.8 %, MLC 5.6 %).
+# NCCL_ALLREDUCE_ON: False = every stack on the one-shot estimate (the model before; what-if).
+NCCL_ALLREDUCE_STACKS = ("mlc",)
+NCCL_ALLREDUCE_ON = True
 # Stacks that run a prompt in micro-batches of a fixed number of tokens
 # (``Efficiency.prompt_ubatch_tokens``): llama.cpp's physical batch n_ubatch, 512 by default
 # (github ggml-org/llama.cpp common/common.h ``n_ubatch = 512``; llama-bench's default -ub 512,
@@ -308,7 +322,8 @@ class FrameworkProfile:
                                            if self.name in UBATCH_STACKS else 0.0),
                        compute=min(1.0, base_c * self.compute_scale),
                        kernel_overhead_s=min(1.0, eff.kernel_overhead_s * self.overhead_scale),
-                       kernel_plan=plan)
+                       kernel_plan=plan,
+                       nccl_all_reduce=NCCL_ALLREDUCE_ON and self.name in NCCL_ALLREDUCE_STACKS)
         return replace(eff, **{**changes, **self.absolute})
 
 

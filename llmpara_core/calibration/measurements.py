@@ -35,7 +35,7 @@ from .efficiency import GENERIC, EfficiencyTable, default_table, framework_of_la
 from .stacks import CLASS_DEFAULT_STACKS
 from ..budget import TimeBudgetExceeded, check_time_budget
 from ..errors import ConfigError, LLMParaError, PresetNotFoundError
-from ..hardware import Hardware, HardwareClass, Interconnect, Topology
+from ..hardware import Hardware, HardwareClass, HostCpu, Interconnect, LinkKind, Topology
 from ..limits import MAX_CSV_FIELD_CHARS, bound
 from ..model import Model
 from ..precision import DType, Precision
@@ -263,8 +263,13 @@ def _devices(m: Measurement, hw: Hardware, framework: str | None
     links = mapping_table().get("link_for", {})
     name = "pcie4" if "no nvlink" in m.notes.lower() else links.get(hw.slug, links["default"])
     link = mapping_table()["link"][name]
+    kind = LinkKind(link["link"]) if "link" in link else None
+    # the host CPU of the platform a device's multi-GPU rows ran on, where a source states it
+    # (a PCIe board's NCCL P2P level depends on it: parallel.collectives.nccl_ring_uses_shm)
+    host = mapping_table().get("host_for", {}).get(hw.slug) if kind is LinkKind.PCIE else None
     ic = Interconnect(float(link["bandwidth_GBps"]) * BYTES_PER_GB,
-                      float(link["latency_us"]) * S_PER_US, Topology(link["topology"]), n)
+                      float(link["latency_us"]) * S_PER_US, Topology(link["topology"]), n,
+                      link=kind, host_cpu=HostCpu(host) if host else None)
     hw = replace(hw, interconnect=ic)
     note = f"{n} devices over {name}"
     if "tensor" in par:

@@ -283,6 +283,8 @@ class Net:
     intra: tuple[Rates, Rates]          # (ideal, estimated) with the link rate
     inter: tuple[Rates, Rates] | None
     per_node: int
+    # the device, where its stack's all-reduces are NCCL calls (``Efficiency.nccl_all_reduce``)
+    nccl_hardware: Hardware | None = None
 
     @classmethod
     def of(cls, hardware: Hardware, precision: Precision) -> "Net | None":
@@ -297,7 +299,9 @@ class Net:
             bw = ic.inter_node_bandwidth_bytes_per_s
             inter = (replace(ri, link_bytes_per_s=bw), replace(re_, link_bytes_per_s=bw * derate))
         per_node = ic.devices_per_node or ic.devices
-        return cls(ic, (ri, re_), inter, per_node)
+        eff = hardware.effective_efficiency
+        nccl = hardware if eff is not None and eff.nccl_all_reduce else None
+        return cls(ic, (ri, re_), inter, per_node, nccl)
 
     def node(self, rank: int) -> int:
         return rank // self.per_node
@@ -318,6 +322,12 @@ class Net:
         i = 1 if est else 0
         ic, intra = self.ic, self.intra[i]
         k, sync = (1, COLLECTIVE_SYNC_S) if est else (0, 0.0)
+        if (est and self.nccl_hardware is not None and kind is Collective.ALL_REDUCE and n > 1
+                and (nodes <= 1 or self.inter is None)):
+            # a stack that calls NCCL: its launch + NCCL's ring model on the group's bus
+            hw = self.nccl_hardware
+            return op_time_s(0.0, 0.0, k, intra) + float(nccl_ring_all_reduce_s(
+                n, m_bytes, nccl_bus_bytes_per_s(hw, n), pcie=link_is_pcie(hw)))
         if nodes <= 1 or self.inter is None:
             intra = self._group_rates(intra, n)
             return collective_time_s(kind, n, m_bytes, intra, ic.latency_s, ic.topology, k, sync)

@@ -43,8 +43,10 @@ from ..parallel.collectives import (Collective, Net, link_is_pcie, nccl_bus_byte
 from ..parallel.evaluation import _Ctx, _device_comms, _device_ops, _stage_weight_bytes
 from ..parallel.plan import ParallelPlan, resolve_plan, shard_model
 from ..precision import DType, Precision
-from ..roofline import effective_memory_bytes, launches, quant_flops_factor, rates
+from ..roofline import (effective_memory_bytes, launches, memory_ecc_factor, quant_flops_factor,
+                        rates)
 from ..roofline import gemm_quantisation as roofline_gemm_quantisation
+from ..roofline import inline_ecc as roofline_inline_ecc
 from ..workload import Workload
 
 ALLREDUCE_MODELS = ("nccl", "alpha-beta")
@@ -234,7 +236,9 @@ class IterationCost:
         self._eff = hw.effective_efficiency
         self._rates = self._ctx.est_r
         # the memory rate of an iteration's bytes (inline ECC's check bits share the bus)
-        self.memory_bytes_per_s = self._rates.bytes_per_s * (
+        # (the core's rate carries it already where ``roofline.INLINE_ECC_CORE``: divided out,
+        # so this rate is the same either way)
+        self.memory_bytes_per_s = self._rates.bytes_per_s / memory_ecc_factor(hw) * (
             INLINE_ECC_RATE if inline_ecc(hw) else 1.0)
         self._combined = tuple(self._combine(st) for st in self.stages)
         # NCCL's bus bandwidth per stage's all-reduce group (direct-link boards: the group's
@@ -590,11 +594,8 @@ def gemm_quantisation(m_tokens: np.ndarray, n_cols: np.ndarray, sms: float,
 
 
 def inline_ecc(hw: Hardware) -> bool:
-    """True for a datacenter GPU with GDDR main memory: its ECC, on by default, is inline
-    (``INLINE_ECC_RATE``). HBM's ECC is sideband; consumer GDDR cards ship with ECC off."""
-    mt = getattr(hw, "memory_type", None)
-    return (hw.hw_class is HardwareClass.DATACENTER_GPU and mt is not None
-            and str(getattr(mt, "value", mt)).upper().startswith("GDDR"))
+    """True for a datacenter GPU with GDDR main memory (``roofline.inline_ecc``)."""
+    return roofline_inline_ecc(hw)
 
 
 def _affine_fit(X: np.ndarray, Y: np.ndarray, name: str) -> np.ndarray:

@@ -688,6 +688,9 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
             lines.append(f"expert_half_tokens = {_fmt(e.expert_half_tokens)}")
         if e.prompt_ubatch_tokens > 0:
             lines.append(f"prompt_ubatch_tokens = {_fmt(e.prompt_ubatch_tokens)}")
+        if e.kquant_stream_bytes_per_cu_cycle > 0:
+            lines.append("kquant_stream_bytes_per_cu_cycle = "
+                         f"{_fmt(e.kquant_stream_bytes_per_cu_cycle)}")
         lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]
         lines += [f"rows = {table.class_rows[cls]}", ""]
     for cls in HardwareClass:

@@ -18,7 +18,7 @@ from .memory import (ContextLimit, MemoryFootprint, activation_peak_bytes, conte
                      kv_cache_bytes, kv_cache_bytes_per_token, max_batch, weight_bytes)
 from .model import Model, ParamCounts, count_params
 from .operators import MemoryTraffic, OpKind, Operator
-from .precision import DType, Precision
+from .precision import DType, Precision, is_kquant
 from .roofline import (Rates, effective_memory_bytes, expert_flops_factor, is_expert_gemm,
                        launches, op_time_s, quant_flops_factor, rates,
                        wave_flops_factor)
@@ -234,11 +234,13 @@ def analyze(model: Model, hardware: Hardware, precision: Precision, workload: Wo
 def phase_rates(hardware: Hardware, precision: Precision, wl: Workload,
                 efficiency: Efficiency | None = None) -> tuple[Rates, Rates]:
     """Estimated (prefill, decode) rates: a prefill pass has batch x prompt tokens in flight,
-    a decode step one per sequence (``roofline.rates``)."""
-    dt = precision.compute_dtype
+    a decode step one per sequence (``roofline.rates``; ``kquant``: weights in a llama.cpp
+    k-quant format, ``precision.is_kquant``)."""
+    dt, kq = precision.compute_dtype, is_kquant(precision)
     return (rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch * max(1, wl.prompt_len),
-                  batch=wl.batch),
-            rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch, batch=wl.batch))
+                  batch=wl.batch, kquant=kq),
+            rates(hardware, dt, True, efficiency, tokens_in_flight=wl.batch, batch=wl.batch,
+                  kquant=kq))
 
 
 def _timing(wl: Workload, prefill_s: float, tpot_s: float, steps: int) -> Timing:

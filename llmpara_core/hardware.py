@@ -165,7 +165,12 @@ class Efficiency:
     draws at most that many bytes per unit per DRAM latency (Little's law), whatever the
     memory could deliver: the limit binds on wide memories fed by few units (llama.cpp's
     matrix-vector kernels on an A100's HBM). 0 = no such limit (and none on a device whose
-    file gives no compute units or clock: ``roofline.weight_stream_limits``).
+    file gives no compute units or clock: ``roofline.weight_stream_limits``). Both are fitted
+    on GPU kernel-class devices (SMs / CUs) and apply to those only.
+    ``kquant_stream_bytes_per_cu_cycle`` > 0: the same bound for weights in llama.cpp's
+    k-quant formats (Q2_K ... Q6_K and their _S/_M/_L mixes, ``precision.is_kquant``) on a
+    class whose own value it is (Apple SoCs: bytes per GPU core per cycle of the Metal
+    k-quant matrix-vector kernels; ``calibration.fitting.KQUANT_CLASSES``).
     ``kernel_plan`` = ((operator name, launches per execution), ...) for the operators a stack
     launches differently from one kernel each (``roofline.launches``): 0 where it fuses the
     operator into a neighbour's kernel, 2 where it splits it in two; unnamed operators launch
@@ -229,6 +234,7 @@ class Efficiency:
     tp_row_copy_s: float = 0.0
     stream_bytes_per_cu_cycle: float = 0.0
     quant_stream_bytes_per_cu_cycle: float = 0.0
+    kquant_stream_bytes_per_cu_cycle: float = 0.0
     kernel_plan: tuple = ()
     quant_compute: float = 1.0
     quant_memory: float = 1.0
@@ -263,7 +269,7 @@ class Efficiency:
         require_float("efficiency.quant_dequant_bytes", self.quant_dequant_bytes, lo=0, hi=64)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         check_float("efficiency_fraction", self.quant_memory, "efficiency.quant_memory")
-        for f in STREAM_FIELDS:
+        for f in STREAM_FIELDS + ("kquant_stream_bytes_per_cu_cycle",):
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
                           hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
         if not isinstance(self.kernel_plan, tuple) or not all(

@@ -3,6 +3,8 @@ data type that selects the hardware's peak."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from enum import Enum
 
@@ -85,6 +87,22 @@ PRECISION_PRESETS: dict[str, Precision] = {
         _p("MXFP4", 4.25, 4.25, 8, DType.FP4, embed=16),
     )
 }
+
+
+# llama.cpp's k-quant weight types (ggml Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K; the _S / _M / _L
+# file mixes, e.g. Q4_K_M = Q4_K with some tensors in Q6_K): 256-weight super-blocks whose
+# sub-block scales and minimums are themselves quantised (6-bit for Q4_K), unpacked inside the
+# matrix-vector kernels (github ggml-org/llama.cpp ggml-common.h block_q4_K; ggml-metal.metal
+# kernel_mul_mv_q4_K_f32_impl: kmask1/kmask2/kmask3 unpack the 12 scale bytes per block).
+_KQUANT = re.compile(r"(?<![A-Za-z0-9])Q[2-8]_K(?:_[SML])?(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def is_kquant(precision: Precision) -> bool:
+    """Whether ``precision`` names a llama.cpp k-quant weight format (its ``name``: "Q4_K_M",
+    "Q5_K_S (GGUF ...)", "Q6_K"), whose weights the Metal k-quant kernels stream
+    (``Efficiency.kquant_stream_bytes_per_cu_cycle``)."""
+    return bool(precision.name) and bool(_KQUANT.search(precision.name)) \
+        and precision.weight_ffn_bits < 16
 
 
 def precision_preset(name: str) -> Precision:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import IDEAL, INT8_MMA_ARCHITECTURES, Efficiency, Hardware, enum_key, plan_launches
+from .hardware import (CLOCKED_CLASSES, IDEAL, INT8_MMA_ARCHITECTURES, Efficiency, Hardware,
+                       enum_key, kernel_class, plan_launches)
 from .operators import OpKind
 from .precision import DType
 
@@ -98,12 +99,14 @@ def memory_ecc_factor(hw) -> float:
 
 def rates(hardware: Hardware, dtype: DType, estimated: bool,
           efficiency: Efficiency | None = None, *, tokens_in_flight: float | None = None,
-          batch: int | None = None) -> Rates:
+          batch: int | None = None, kquant: bool = False) -> Rates:
     """Rates of ``hardware`` for ``dtype``; ``efficiency`` overrides the hardware's own.
 
     Estimated mode only: ``tokens_in_flight`` (rows of every GEMM in the pass: batch x new
     tokens per sequence) sets the GEMM compute fraction (``Efficiency.compute_at``; None = the
-    large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``)."""
+    large-M value), ``batch`` the per-pass fixed cost (``Efficiency.pass_overhead_s``),
+    ``kquant`` whether the quantised weights are in a llama.cpp k-quant format
+    (``weight_stream_limits``)."""
     eff = IDEAL if not estimated else (efficiency or hardware.effective_efficiency)
     peak, used, quant_ratio = gemm_peaks(hardware, dtype, eff)
     link = None
@@ -117,7 +120,7 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  eff.kernel_overhead_s, used, link, eff.kv_read,
                  eff.pass_overhead_s(batch) if batch is not None else eff.step_overhead_s,
                  eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
-                 *weight_stream_limits(hardware, eff), eff.kernel_plan,
+                 *weight_stream_limits(hardware, eff, kquant), eff.kernel_plan,
                  eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
                  eff.gemm_rows(tokens_in_flight) if curve else None,
                  dequant_factor(eff, tokens_in_flight) * eff.memory if estimated else 0.0,
@@ -249,11 +252,16 @@ def gemm_peaks(hardware: Hardware, dtype: DType, eff: Efficiency) -> tuple[float
     return peak, used, ratio
 
 
-def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, float]:
+def weight_stream_limits(hardware: Hardware, eff: Efficiency,
+                         kquant: bool = False) -> tuple[float, float]:
     """(16-bit, quantised) fastest rates [B/s] at which the stack's kernels stream weights on
     ``hardware``: ``Efficiency.stream_bytes_per_cu_cycle`` (and its quantised twin) x the
-    device's compute units x its boost clock (none where the device's file lacks
-    ``compute_units`` or ``boost_clock_MHz``); quantised weights also at most
+    device's compute units x its boost clock, on GPU kernel-class devices (the values are
+    fitted on SMs / CUs: ``hardware.CLOCKED_CLASSES``; none where the device's file lacks
+    ``compute_units`` or ``boost_clock_MHz``); quantised weights in a llama.cpp k-quant format
+    (``kquant``, ``precision.is_kquant``) also at most ``Efficiency.
+    kquant_stream_bytes_per_cu_cycle`` x units x clock on any device whose class carries that
+    value (Apple SoCs' Metal k-quant kernels); quantised weights also at most
     ``Efficiency.quant_memory`` x the stack's streaming rate (``memory`` x bandwidth), the
     lower of the two where both apply. 0 = no limit."""
     units = getattr(hardware, "compute_units", None)
@@ -261,8 +269,13 @@ def weight_stream_limits(hardware: Hardware, eff: Efficiency) -> tuple[float, fl
     per_cu = (0.0, 0.0)
     if units and mhz:
         cycles_per_s = units * mhz * 1e6
-        per_cu = (eff.stream_bytes_per_cu_cycle * cycles_per_s,
-                  eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+        if kernel_class(hardware.hw_class, getattr(hardware, "architecture", None)) \
+                in CLOCKED_CLASSES:
+            per_cu = (eff.stream_bytes_per_cu_cycle * cycles_per_s,
+                      eff.quant_stream_bytes_per_cu_cycle * cycles_per_s)
+        if kquant and eff.kquant_stream_bytes_per_cu_cycle > 0:
+            k = eff.kquant_stream_bytes_per_cu_cycle * cycles_per_s
+            per_cu = (per_cu[0], min(per_cu[1], k) if per_cu[1] > 0 else k)
     if eff.quant_memory >= 1.0:
         return per_cu
     share = eff.quant_memory * hardware.memory_bandwidth_bytes_per_s * eff.memory

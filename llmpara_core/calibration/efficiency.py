@@ -564,6 +564,11 @@ HEADER = """\
 #                  the consumer GPUs' kernels, take theirs with compute. One value covers the
 #                  May 2024 notebook rows (dequantise + FP16 cuBLAS) and the 2025 MMQ rows
 #                  (measurements.CUBLAS_PROMPT_BUILDS: the what-if that splits them).
+#                  kquant_stream_bytes_per_cu_cycle (unified-soc) = the most k-quant weight
+#                  bytes (Q4_K, Q6_K ...) llama.cpp's Metal matrix-vector kernels stream per
+#                  GPU core per cycle (cores x the clock of the preset's fp32 peak): fitted on
+#                  the class's k-quant decode rows, the class refitted around it
+#                  (fitting.fit_kquant_limits; roofline.weight_stream_limits).
 # [stack_class.*]  per class, the GEMM fractions (compute, attention_compute, quant_compute,
 #                  expert_half_tokens) every stack but llama.cpp applies its profile to, where
 #                  they differ from [class.*]: those of the class fit without llama.cpp's build
@@ -703,6 +708,9 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
             lines.append(f"expert_half_tokens = {_fmt(e.expert_half_tokens)}")
         if e.prompt_ubatch_tokens > 0:
             lines.append(f"prompt_ubatch_tokens = {_fmt(e.prompt_ubatch_tokens)}")
+        if e.kquant_stream_bytes_per_cu_cycle > 0:
+            lines.append("kquant_stream_bytes_per_cu_cycle = "
+                         f"{_fmt(e.kquant_stream_bytes_per_cu_cycle)}")
         lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]
         lines += [f"rows = {table.class_rows[cls]}", ""]
     for cls in HardwareClass:

@@ -14,6 +14,7 @@ import numpy as np
 from ..analysis import analyze
 from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
+from ..precision import is_kquant
 from ..roofline import (Rates, dequant_factor, expert_flops_factor, gemm_peaks,
                         is_expert_gemm, launches, op_time_s, plan_factors, wave_setup,
                         weight_stream_limits)
@@ -97,7 +98,8 @@ class RowFeatures:
                      eff.kernel_overhead_s, None, None,
                      eff.kv_read, eff.pass_overhead_s(self.row.workload.batch),
                      eff.attention_compute, eff.kv_reread, eff.act_quant_kernels,
-                     *weight_stream_limits(self.row.hardware, eff), eff.kernel_plan,
+                     *weight_stream_limits(self.row.hardware, eff,
+                                           is_kquant(self.row.precision)), eff.kernel_plan,
                      eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens),
                      dequant_factor(eff, tokens) * eff.memory,
                      *wave_setup(self.row.hardware, eff, tokens))

@@ -45,6 +45,7 @@ from .efficiency import (FRAMEWORKS, UBATCH_STACKS, EfficiencyTable, FrameworkPr
 from .fastpath import (PRIOR_WEIGHT, PhaseArrays, RowFeatures, _logit, _sigmoid,  # noqa: F401
                        features, huber, implied_cost, nelder_mead, weights)
 from ..budget import check_time_budget
+from ..precision import is_kquant
 from ..efficiency_table import STACK_CLASS_KEYS
 from ..hardware import (MEMORY_TYPE_CLASSES, PROVISIONAL_EFFICIENCY, STREAM_FIELDS, Efficiency,
                         HardwareClass, clock_overhead_factor, kernel_class, memory_factor_key,
@@ -186,6 +187,7 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       quant_compute=_sigmoid(x[5]) if fit_quant else base.quant_compute,
                       stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
                       quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle,
+                      kquant_stream_bytes_per_cu_cycle=base.kquant_stream_bytes_per_cu_cycle,
                       gemm_fp16_acc16=base.gemm_fp16_acc16, quant_gemm_int8=base.quant_gemm_int8,
                       prompt_ubatch_tokens=base.prompt_ubatch_tokens)
 
@@ -502,6 +504,74 @@ def _with_stream(classes: dict, limits: tuple[float, float] | None) -> dict:
                 if c in STREAM_CLASSES else e) for c, e in classes.items()}
 
 
+# The Metal k-quant kernels' streaming bound (issue 27, Apple SoCs): llama.cpp's matrix-vector
+# kernels for k-quant weights (Q4_K, Q6_K: 256-weight super-blocks whose 6-bit sub-block scales
+# and minimums are unpacked in the inner loop, ggml-metal.metal kernel_mul_mv_q4_K_f32_impl)
+# stream those weights no faster than so many bytes per GPU core per cycle -- the same Little's
+# law bound as ``stream_bytes_per_cu_cycle`` (loads in flight per core), for one kernel family.
+# The data show it: the May 2024 notebook rows (XiongjieDai/GPU-Benchmarks-on-LLM-Inference,
+# build 858f6b73 (2797) on the M1 Max) put Llama-3 8B and 70B Q4_K_M on the 32-core M1 Max at
+# ~190 GB/s of weights (its F16 rows at ~300, its #4167 Q8_0 row at ~330), on the 76-core M2
+# Ultra at ~600 and the 40-core M3 Max at ~350-380 (step time = layers x a fixed cost + weights
+# / rate, on each device's 8B and 70B rows) -- per core per cycle 4.6, 5.9 and 6.8 B: wide
+# memories fed by few cores bind, as the A100's HBM does for the CUDA kernels. Fitted as one
+# value per class (``KQUANT_CLASSES``) on its reference decode rows in k-quant formats of devices
+# whose files give GPU cores and a clock, the class refitted once around it (``fit_table``).
+KQUANT_CLASSES = (HardwareClass.UNIFIED_SOC,)
+KQUANT_GRID = (2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 64.0)   # 64 binds nowhere
+# Switch (issue 27): False = no k-quant bound fitted (the model before it).
+KQUANT_STREAM = True
+
+
+def kquant_rows(rows: list[Mapped]) -> dict:
+    """Class -> the reference decode rows in a k-quant format (``precision.is_kquant``) of
+    devices of ``KQUANT_CLASSES`` with GPU cores and a clock in their files."""
+    out = {}
+    for cls, rs in class_rows(rows).items():
+        if cls not in KQUANT_CLASSES:
+            continue
+        sel = [r for r in rs if r.measurement.metric == "decode_tok_s"
+               and is_kquant(r.precision) and r.hardware.compute_units
+               and r.hardware.boost_clock_mhz]
+        if sel:
+            out[cls] = sel
+    return out
+
+
+def fit_kquant_limits(rows: list[Mapped], table: EfficiencyTable) -> dict:
+    """Class -> ``kquant_stream_bytes_per_cu_cycle`` fitted on its ``kquant_rows`` (everything
+    else held at ``table``'s values), for classes with ``MIN_DECODE_ROWS`` such rows on two
+    devices (one device's rows would set a per-device value)."""
+    out = {}
+    if not KQUANT_STREAM:
+        return out
+    lo, hi = (math.log(b) for b in STREAM_BOUNDS)
+    for cls, rs in kquant_rows(rows).items():
+        if len(rs) < MIN_DECODE_ROWS or len({device_key(r.hardware) for r in rs}) < 2:
+            continue
+        feats = [features(r) for r in rs]
+        bases = [table.efficiency_for(r.hardware) for r in rs]
+        meas = np.array([r.measurement.value for r in rs])
+        w = weights(rs)
+
+        def loss(x, feats=feats, bases=bases, meas=meas, w=w):
+            check_time_budget()
+            v = math.exp(min(hi, max(lo, float(x[0]))))
+            pred = np.array([f.predict(replace(b, kquant_stream_bytes_per_cu_cycle=v))
+                             for f, b in zip(feats, bases)])
+            return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+        x0 = min((np.log([g]) for g in KQUANT_GRID), key=loss)
+        x = nelder_mead(loss, x0, step=0.1)
+        out[cls] = math.exp(min(hi, max(lo, float(x[0]))))
+    return out
+
+
+def _with_kquant(classes: dict, limits: dict) -> dict:
+    """``classes`` with the k-quant bounds of ``limits`` set (a class not in it: 0)."""
+    return {c: (replace(e, kquant_stream_bytes_per_cu_cycle=limits.get(c, 0.0))
+                if c in KQUANT_CLASSES else e) for c, e in classes.items()}
+
+
 # ---- layer-split hop cost --------------------------------------------------------------------
 
 MIN_HOP_GROUPS = 3
@@ -612,6 +682,11 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
             # refitted with the bound: only the classes that carry it change
             table = _fit_reference(rows, table, by_cls, todo & set(STREAM_CLASSES), limits,
                                    classes_too)
+        kq = fit_kquant_limits(rows, table) if by_cls else {}
+        if kq:
+            # the classes that carry a k-quant bound refitted once with it held
+            table = _fit_reference(rows, table, by_cls, todo & set(kq), limits, classes_too,
+                                   kq)
     if by_cls:
         table = replace(table, stack_classes={})
         if rules:
@@ -697,10 +772,12 @@ def _fit_build_rules(table: EfficiencyTable, by_cls: dict, todo: set) -> Efficie
 
 
 def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo: set,
-                   limits: tuple[float, float] | None, classes_too: bool) -> EfficiencyTable:
+                   limits: tuple[float, float] | None, classes_too: bool,
+                   kquant: dict | None = None) -> EfficiencyTable:
     """``base`` with the classes in ``todo`` fitted on their reference rows ``by_cls`` (the
-    GPU kernel classes with the streaming ``limits``, None = none), then -- ``classes_too`` --
-    the memory technologies and architecture memory factors."""
+    GPU kernel classes with the streaming ``limits``, None = none; the classes of ``kquant``
+    with its k-quant bound held), then -- ``classes_too`` -- the memory technologies and
+    architecture memory factors."""
     classes, counts = dict(base.classes), dict(base.class_rows)
     for cls in sorted(todo, key=lambda c: (c in SHARED_OVERHEAD, c.value)):
         rs = by_cls.get(cls, [])
@@ -711,6 +788,7 @@ def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo
                         **REFERENCE_GEMM_UNITS.get(cls, {}),
                         act_quant_kernels=REFERENCE_ACT_QUANT_KERNELS.get(cls, 0.0))
         start = _with_stream({cls: start}, limits)[cls]
+        start = _with_kquant({cls: start}, kquant or {})[cls]
         classes[cls] = fit_class([features(r) for r in rs], start,
                                  _shared_overhead(cls, classes, counts))
         counts[cls] = len(rs)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import (CLOCKED_CLASSES, IDEAL, INT8_MMA_ARCHITECTURES, Efficiency, Hardware,
-                       enum_key, kernel_class, plan_launches)
+                       HardwareClass, enum_key, kernel_class, plan_launches)
 from .operators import OpKind
 from .precision import DType
 
@@ -86,7 +86,6 @@ INLINE_ECC_CORE = True
 def inline_ecc(hw) -> bool:
     """True for a datacenter GPU with GDDR main memory: its ECC, on by default, is inline
     (``INLINE_ECC_RATE``). HBM's ECC is sideband; consumer GDDR cards ship with ECC off."""
-    from .hardware import HardwareClass
     mt = getattr(hw, "memory_type", None)
     return (hw.hw_class is HardwareClass.DATACENTER_GPU and mt is not None
             and str(getattr(mt, "value", mt)).upper().startswith("GDDR"))

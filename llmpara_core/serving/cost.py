@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError, require_float
-from ..hardware import Efficiency, Hardware, HardwareClass
+from ..hardware import Efficiency, Hardware
 from ..memory import activation_peak_bytes, kv_cache_bytes_per_token
 from ..model import Model
 from ..operators import OpKind, causal_pairs, keys_touched
@@ -46,7 +46,7 @@ from ..precision import DType, Precision
 from ..roofline import (effective_memory_bytes, launches, memory_ecc_factor, quant_flops_factor,
                         rates)
 from ..roofline import gemm_quantisation as roofline_gemm_quantisation
-from ..roofline import inline_ecc as roofline_inline_ecc
+from ..roofline import inline_ecc  # noqa: F401  (serving.cost.inline_ecc: the core's rule)
 from ..workload import Workload
 
 ALLREDUCE_MODELS = ("nccl", "alpha-beta")
@@ -591,11 +591,6 @@ def gemm_quantisation(m_tokens: np.ndarray, n_cols: np.ndarray, sms: float,
                       tile: tuple[int, int]) -> np.ndarray:
     """``roofline.gemm_quantisation`` with this module's ``GEMM_M_WASTE`` switch."""
     return roofline_gemm_quantisation(m_tokens, n_cols, sms, tile, GEMM_M_WASTE)
-
-
-def inline_ecc(hw: Hardware) -> bool:
-    """True for a datacenter GPU with GDDR main memory (``roofline.inline_ecc``)."""
-    return roofline_inline_ecc(hw)
 
 
 def _affine_fit(X: np.ndarray, Y: np.ndarray, name: str) -> np.ndarray:

@@ -337,7 +337,8 @@ def energy_view() -> None:
         parts = {names.get(k, k): v for k, v in e.whole_run_parts_j().items() if v > 0}
         fig = go.Figure(go.Bar(x=list(parts.values()), y=list(parts), orientation="h",
                                hovertemplate="%{y}: %{x:.3g} J<extra></extra>"))
-        fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)")
+        fig.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis_title="J (whole run)",
+                          yaxis={"automargin": True})   # the longest part name in full
         st.plotly_chart(fig, key="m_parts", config=chart_config("energy_breakdown"))
 
     operator_energy()

@@ -294,15 +294,17 @@ def test_sidebar_names_the_default_follows_the_hardware_and_the_link_keeps_it():
     at = open_page(None, model="llama-3.2-1b", hardware="nvidia-h100-sxm", prompt="512",
                    gen="64")
     sb = at.sidebar.selectbox(key="fw")
-    assert sb.value == "default" and sb.options[0] == "vLLM — default for datacenter GPUs"
-    assert "generic (class fit) — stack-agnostic class fit, wider error" in sb.options
-    # the box cuts a line this long at 1440 px: the whole line is written under it
+    assert sb.value == "default" and sb.options[0] == "vLLM (default)"
+    assert "generic (class fit)" in sb.options
+    # the box is short; the line under it says which stack and why
     assert "vLLM — default for datacenter GPUs" in [c.value for c in at.sidebar.caption]
     default_numbers = at.session_state["overview_numbers"]
     assert "fw=vllm" in next(c.value for c in at.sidebar.code)
     at.sidebar.selectbox(key="hardware").set_value("nvidia-rtx-4090").run()
     sb = at.sidebar.selectbox(key="fw")
-    assert sb.value == "default" and sb.options[0] == "llama.cpp — default for consumer GPUs"
+    assert sb.value == "default" and sb.options[0] == "llama.cpp (default)"
+    assert "llama.cpp — default for consumer GPUs" in [c.value.replace("\\", "")
+                                                        for c in at.sidebar.caption]
     assert "fw=llama.cpp" in next(c.value for c in at.sidebar.code)
     consumer = at.session_state["overview_numbers"]
     cli = cli_json("analyze", "-m", "llama-3.2-1b", "-hw", "nvidia-rtx-4090", "-s", "512",
@@ -320,3 +322,6 @@ def test_sidebar_names_the_default_follows_the_hardware_and_the_link_keeps_it():
                    "--gen-len", "64", "--framework", "generic")
     assert old.session_state["overview_numbers"]["ttft_s"] == pytest.approx(gen["ttft_s"],
                                                                              rel=1e-12)
+    assert ("generic (class fit) — stack-agnostic class fit, wider error"
+            in [c.value.replace("\\", "") for c in old.sidebar.caption])
+    assert not [c for c in named.sidebar.caption if "— default for" in c.value]

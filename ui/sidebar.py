@@ -279,14 +279,24 @@ def _model_details(model: Model, custom: bool) -> None:
 
 
 def stack_option_label(option: str, hardware: Hardware | None) -> str:
-    """The Inference stack select's text of ``option``: the default names the stack it gives
-    on ``hardware`` ("vLLM — default for datacenter GPUs")."""
+    """The Inference stack select's text of ``option``, short enough for the box at 1440 px:
+    the default names the stack it gives on ``hardware`` ("vLLM (default)")."""
     if option == DEFAULT:
-        return (default_stack(hardware).caption if hardware is not None
+        return (f"{default_stack(hardware).label} (default)" if hardware is not None
                 else "default of the hardware class")
     if option == GENERIC:
-        return f"{GENERIC_LABEL} — {GENERIC_REASON}"
+        return GENERIC_LABEL
     return FRAMEWORKS[option][0]
+
+
+def stack_reason_line(option: str, hardware: Hardware | None) -> str | None:
+    """The line written under the select for the default and the generic choice, which say
+    why: "vLLM — default for datacenter GPUs"; None for a stack the user named."""
+    if option == DEFAULT and hardware is not None:
+        return default_stack(hardware).caption
+    if option == GENERIC:
+        return f"{GENERIC_LABEL} — {GENERIC_REASON}"
+    return None
 
 
 def _base_hardware():
@@ -322,9 +332,9 @@ def _hardware_pick():
                       "consumer GPUs, unified-memory SoCs and CPUs; no profile on NPUs, PIM, "
                       "chiplets and ASICs). Generic = the class's fitted values without a "
                       "stack profile: stack-agnostic, with a wider error.")
-    stack_label = stack_option_label(ss["fw"], base)
-    if len(stack_label) > _SELECT_CHARS:        # the box cuts it: the whole line below
-        st.caption(escape_md(stack_label))
+    reason = stack_reason_line(ss["fw"], base)
+    if reason:
+        st.caption(escape_md(reason))
     n_over = sum(ss.get(o.key) is not None for o in OVERRIDES)
     if n_over:
         st.caption(f"✎ {n_over} hardware override{'s' if n_over > 1 else ''} active "

@@ -18,20 +18,38 @@ default: the main-branch run of issue 27, /work/briefs30/batch1_loo_main_1fdf165
 folds do not depend on the scaled device (it has no reference-stack rows, so no class or
 memory-technology value is fitted on it), which is why the merge is exact.
 
-Measured on dc30 (2 folds per factor, ~40 s each on one core), held out, batch 1:
+Measured on dc30 (`python scripts/device_bandwidth_whatif.py --factors ...`, 2 folds per
+factor, 25-50 s each on one shared core), held out, batch 1 (the other folds as on main):
 
-  factor  MI250X BF16/int8   A100 gpt-fast BF16 (16 rows)   datacenter (67)            overall (275)
-  1.00    +5.4 / +28.5 %     -11.0 ... +16.0 %              7.76 %, 27 in 6 %, 16 in 4 %  5.01 %, 112 in 4 %
-  0.92    -2.3 / +20.7 %     -4.2 ... +25.1 %               5.60 %, 36 in 6 %, 25 in 4 %  4.56 %, 121 in 4 %
+  factor  MI250X BF16 / int8   datacenter (67 rows)             overall (275 rows)
+  1.000   +5.4 / +28.5 %       7.76 %, 27 within 6 %, 16 in 4 %  5.01 %, 112 within 4 %
+  0.960   +1.6 / +24.7 %       6.73 %, 31 within 6 %, 22 in 4 %  4.81 %, 118 within 4 %
+  0.920   -2.3 / +20.7 %       5.60 %, 36 within 6 %, 25 in 4 %  4.56 %, 121 within 4 %
+  0.880   -6.2 / +16.7 %       6.41 %, 32 within 6 %, 25 in 4 %  4.72 %, 121 within 4 %
+  0.833  -10.7 / +11.9 %       7.76 %, 27 within 6 %, 16 in 4 %  4.91 %, 112 within 4 %
 
-(the one A100 row that moves out: Llama-3.1 70B BF16 on two GPUs, +16 -> +25 %; the int8 /
-int4 rows stay -20 ... -40 %.) I.e. the MI250X GCD would have to reach ~8 % less of its spec
-bandwidth than the A100 SXM4 80GB under the same kind of streaming. The only cited achievable
-figure found for either device is gpt-fast's own README at the rows' commit (github
-pytorch-labs/gpt-fast README.md, "Speculative Sampling" note: on the 330 W A100 80GB
-"empirically, seems like peak bandwidth is about 1700 GB/s", 0.834 of 2,039 GB/s); no
-STREAM/BabelStream figure for one MI250X GCD was found in the stored corpora, so the field was
-not built (a per-device value chosen to fit the held-out rows would be a correction table).
+At 0.92 fifteen of gpt-fast's sixteen A100 BF16 rows sit at -4.2 ... +5.7 % (the sixteenth,
+Llama-3.1 70B BF16 on two GPUs, +16 -> +25 %; Mixtral BF16 TP8 +1.1 -> +5.7 %); at 0.833 they overshoot (Llama-2 7B TP1
+-10.8 -> +4.3 %, Mixtral TP8 +11 %, 70B TP2 +37 %). The int8 / int4 rows stay -20 ... -40 %.
+So the MI250X GCD would have to stream ~8 % less of its spec bandwidth than the A100 SXM4
+80GB under the same stack -- a narrow valley (4 % either side loses 4-5 of the 9 rows it
+gains): choosing the factor on these curves would be tuning on held-out rows, so nothing is
+shipped. What was looked for, to cite one instead:
+  * an achievable-bandwidth figure per device: the only one found is gpt-fast's own README at
+    the rows' commit (github pytorch-labs/gpt-fast README.md, note under "Speculative
+    Sampling": on the 330 W A100 80GB "empirically, seems like peak bandwidth is about 1700
+    GB/s", 0.834 of 2,039 GB/s); no STREAM / BabelStream figure for one MI250X GCD was found in
+    the stored corpora (docs, code, issues, pages);
+  * PyTorch's batch-1 linear on ROCm: torch dispatches it to rocBLAS gemm_ex with m == 1,
+    which ran slower than a plain GEMV kernel on an MI100 (github ROCm/rocBLAS issue #1425,
+    2024-05-05; ROCm/pytorch issue #1408, "gives 20% better speed on MI100"). If that 20 %
+    carried to the MI250X's BF16 rows it would be the 0.833 row above: it overshoots, and the
+    figure is end-to-end on another chip (CDNA1) and a later ROCm than the rows' (Dec 2023).
+Also measured, not kept: mapping the llm-perf-bench "A100 80GB (variant unspecified)" decode
+rows, whose README says "all numbers are based on PCIe, not NVLink", to the A100 PCIe 80GB
+(full batch-1 LOO in a scratch copy): datacenter 7.76 -> 7.90 %, 27 -> 26 rows within 6 %,
+overall 5.01 -> 4.98 % (MLC's A100 rows move < 1 point as its profile refits around them,
+its A10G rows up ~1 point, vLLM v0.2's A100 row +70 -> +66 %).
 """
 
 from __future__ import annotations

@@ -1,0 +1,137 @@
+"""What-if: a device's memory bandwidth as the model sees it, scaled, held out (issue 27).
+
+    python scripts/device_bandwidth_whatif.py                          # MI250X GCD, 1 .. 0.88
+    python scripts/device_bandwidth_whatif.py --device amd-mi250x-gcd --factors 1,0.92
+    python scripts/device_bandwidth_whatif.py --baseline /tmp/batch1_loo.json
+
+A sensitivity, not a mechanism: nothing here is shipped. The question it answers is how much
+lower than the A100's the MI250X GCD's achievable share of its spec bandwidth would have to
+be for gpt-fast's A100 rows, predicted in their fold from the MI250X's two gpt-fast rows, to
+come out right -- the size a cited, per-device achievable-bandwidth field (STREAM-like
+measurement over spec sheet) would need to have to matter. Each factor multiplies the device's
+``memory_bandwidth_bytes_per_s`` in every row that uses it (its own rows and, through the
+fits, every fold that trains on them); the batch-1 leave-one-device-out folds of that device
+and of the devices whose held-out rows share a stack with it (gpt-fast: the 330 W A100 SXM4
+80GB, held out with the A100 SXM4 80GB) are rerun, and the other batch-1 rows are taken from
+``--baseline`` (``llmpara validate --regime batch-1 --loo --time-budget 3000 --format json``;
+default: the main-branch run of issue 27, /work/briefs30/batch1_loo_main_1fdf165.json). Their
+folds do not depend on the scaled device (it has no reference-stack rows, so no class or
+memory-technology value is fitted on it), which is why the merge is exact.
+
+Measured on dc30 (`python scripts/device_bandwidth_whatif.py --factors ...`, 2 folds per
+factor, 25-50 s each on one shared core), held out, batch 1 (the other folds as on main):
+
+  factor  MI250X BF16 / int8   datacenter (67 rows)             overall (275 rows)
+  1.000   +5.4 / +28.5 %       7.76 %, 27 within 6 %, 16 in 4 %  5.01 %, 112 within 4 %
+  0.960   +1.6 / +24.7 %       6.73 %, 31 within 6 %, 22 in 4 %  4.81 %, 118 within 4 %
+  0.920   -2.3 / +20.7 %       5.60 %, 36 within 6 %, 25 in 4 %  4.56 %, 121 within 4 %
+  0.880   -6.2 / +16.7 %       6.41 %, 32 within 6 %, 25 in 4 %  4.72 %, 121 within 4 %
+  0.833  -10.7 / +11.9 %       7.76 %, 27 within 6 %, 16 in 4 %  4.91 %, 112 within 4 %
+
+At 0.92 fifteen of gpt-fast's sixteen A100 BF16 rows sit at -4.2 ... +5.7 % (the sixteenth,
+Llama-3.1 70B BF16 on two GPUs, +16 -> +25 %; Mixtral BF16 TP8 +1.1 -> +5.7 %); at 0.833 they overshoot (Llama-2 7B TP1
+-10.8 -> +4.3 %, Mixtral TP8 +11 %, 70B TP2 +37 %). The int8 / int4 rows stay -20 ... -40 %.
+So the MI250X GCD would have to stream ~8 % less of its spec bandwidth than the A100 SXM4
+80GB under the same stack -- a narrow valley (4 % either side loses 4-5 of the 9 rows it
+gains): choosing the factor on these curves would be tuning on held-out rows, so nothing is
+shipped. What was looked for, to cite one instead:
+  * an achievable-bandwidth figure per device: the only one found is gpt-fast's own README at
+    the rows' commit (github pytorch-labs/gpt-fast README.md, note under "Speculative
+    Sampling": on the 330 W A100 80GB "empirically, seems like peak bandwidth is about 1700
+    GB/s", 0.834 of 2,039 GB/s); no STREAM / BabelStream figure for one MI250X GCD was found in
+    the stored corpora (docs, code, issues, pages);
+  * PyTorch's batch-1 linear on ROCm: torch dispatches it to rocBLAS gemm_ex with m == 1,
+    which ran slower than a plain GEMV kernel on an MI100 (github ROCm/rocBLAS issue #1425,
+    2024-05-05; ROCm/pytorch issue #1408, "gives 20% better speed on MI100"). If that 20 %
+    carried to the MI250X's BF16 rows it would be the 0.833 row above: it overshoots, and the
+    figure is end-to-end on another chip (CDNA1) and a later ROCm than the rows' (Dec 2023).
+Also measured, not kept: mapping the llm-perf-bench "A100 80GB (variant unspecified)" decode
+rows, whose README says "all numbers are based on PCIe, not NVLink", to the A100 PCIe 80GB
+(full batch-1 LOO in a scratch copy): datacenter 7.76 -> 7.90 %, 27 -> 26 rows within 6 %,
+overall 5.01 -> 4.98 % (MLC's A100 rows move < 1 point as its profile refits around them,
+its A10G rows up ~1 point, vLLM v0.2's A100 row +70 -> +66 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from llmpara_core.calibration import default_table, fitting  # noqa: E402
+from llmpara_core.calibration import measurements as validation  # noqa: E402
+
+DEFAULT_BASELINE = Path("/work/briefs30/batch1_loo_main_1fdf165.json")
+CLASSES = ("datacenter-gpu", "consumer-gpu", "unified-soc")
+
+
+def scaled(rows: list, slug: str, factor: float) -> list:
+    """``rows`` with the device ``slug``'s memory bandwidth multiplied by ``factor``."""
+    out = []
+    for r in rows:
+        if r.hardware.slug == slug:
+            hw = dataclasses.replace(r.hardware, memory_bandwidth_bytes_per_s=(
+                r.hardware.memory_bandwidth_bytes_per_s * factor))
+            r = dataclasses.replace(r, hardware=hw)
+        out.append(r)
+    return out
+
+
+def summary(errors: list[float]) -> str:
+    a = [abs(e) for e in errors]
+    return (f"{len(a)} rows, median |error| {statistics.median(a):.2%}, within 4 % "
+            f"{sum(x <= 0.04 for x in a)}, within 6 % {sum(x <= 0.06 for x in a)}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="amd-mi250x-gcd", help="preset whose bandwidth scales")
+    ap.add_argument("--factors", default="1,0.96,0.92,0.88", help="comma-separated factors")
+    ap.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE,
+                    help="validate --regime batch-1 --loo --format json of the other rows")
+    args = ap.parse_args(argv)
+    try:
+        factors = [float(x) for x in args.factors.split(",")]
+        if not factors or any(not (0.1 <= f <= 2.0) for f in factors):
+            raise ValueError("factors must lie in 0.1 .. 2")
+        base = json.loads(args.baseline.read_text(encoding="utf-8"))["predictions"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"device_bandwidth_whatif: {e}", file=sys.stderr)
+        return 2
+    measured, skipped = validation.read_shipped()
+    mapped, _ = validation.map_all(measured, skipped)
+    if not any(r.hardware.slug == args.device for r in mapped):
+        print(f"device_bandwidth_whatif: no rows on {args.device}", file=sys.stderr)
+        return 2
+    stacks = {r.framework for r in mapped if r.hardware.slug == args.device and r.framework}
+    folds = sorted({r.hardware.slug for r in mapped
+                    if r.framework in stacks and validation.regime(r) == "batch-1"})
+    table = default_table()
+    print(f"folds rerun: {', '.join(folds)} (stacks {', '.join(sorted(stacks))})")
+    for f in factors:
+        t0 = time.time()
+        preds = fitting.leave_one_device_out(scaled(mapped, args.device, f), table, folds)
+        new = {p.row.measurement.row_id: p.error for p in preds
+               if validation.regime(p.row) == "batch-1"}
+        rows = [(p["class"], new.get(p["row_id"], p["error"])) for p in base]
+        print(f"\nfactor {f:.3f} ({time.time() - t0:.0f} s)")
+        print(f"  overall:        {summary([e for _, e in rows])}")
+        for c in CLASSES:
+            print(f"  {c:15s} {summary([e for k, e in rows if k == c])}")
+        for p in sorted(preds, key=lambda p: p.row.measurement.row_id):
+            if p.row.framework in stacks and validation.regime(p.row) == "batch-1":
+                m = p.row.measurement
+                print(f"    {m.row_id} {p.row.hardware.slug:28s} {m.quant[:24]:24s} "
+                      f"x{p.row.devices}  {p.error:+.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

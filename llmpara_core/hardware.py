@@ -562,10 +562,48 @@ CLOCK_OVERHEAD_EXPONENT = 0.5
 CLOCKED_CLASSES = (HardwareClass.CONSUMER_GPU, HardwareClass.DATACENTER_GPU)
 
 
+# Apple's Metal GPUs (kernel class unified-soc) get a per-kernel cost of their own clock too
+# (issue 27): the unified class's ``kernel_overhead_s`` holds at UNIFIED_REFERENCE_CLOCK_MHZ
+# and an Apple SoC with GPU clock f pays (UNIFIED_REFERENCE_CLOCK_MHZ / f) **
+# UNIFIED_CLOCK_OVERHEAD_EXPONENT times it. What the rows say: fitting step time = a fixed cost
+# + weight bytes / a rate per device on discussion #4167's Llama-2 7B tg128 rows (F16 / Q8_0 /
+# Q4_0) gives a fixed cost of ~7 ms per token on the M1 family (GPU 1,270-1,296 MHz), ~5.5 ms
+# on the M2 family (1,398 MHz), ~4.6 ms on the M3 Max (1,398) and 3.4-4.2 ms on the M4 Max
+# (1,678), where the class's single per-kernel cost priced every generation alike (held out:
+# M4 Max Q4_0 -11 %, Q8_0 -8 %, F16 -3 %, M1 rows +5 ... +16 %). Part of that fixed cost is
+# the GPU's (a dispatch's ramp and tail, in GPU cycles) and part the host's: llama.cpp encodes
+# every kernel of the graph into Metal command buffers on CPU threads for each token
+# (ggml-org/llama.cpp issue #9507, "it is much slower to construct it [one command buffer] in
+# a single thread"; PR #9698 moved part of that encoding off the critical path, tg128 +4-6 %
+# on a 1B model), and the SoC's CPU gets faster with the same generations. The GPU clock of
+# the preset (``boost_clock_MHz``) is thus a proxy for the SoC generation's speed of both,
+# which is why the chosen exponent exceeds 1 (a cost purely in GPU cycles would be 1). Chosen
+# on a grid by the held-out figure of the unified rows (`validate --regime batch-1 --loo`, the
+# folds of the 23 Apple devices with batch-1 rows; 90 rows): exponent 0 (the model before,
+# every Apple GPU alike) median |error| 4.89 %, mean 6.77 %, 36 rows within 4 %, 51 within
+# 6 %; 1: 4.68 / 6.05 %, 35, 57; 2: 4.35 / 5.39 %, 43, 65; 3: 3.93 / 5.13 %, 46, 66; 4: 3.73 /
+# 5.26 %, 47, 61. 3 is kept: the lowest mean and the most rows within 6 %; 4 buys one more
+# row within 4 % with five fewer within 6 % (the clock standing in for the generation, a
+# steeper exponent fits the generations' steps rather than a clock law). Worse with it: the
+# gpt-oss MXFP4 rows of the M1 Max / M1 Pro (-11 / -13 -> -19 / -17 %: the M1's higher
+# per-kernel cost on a model of many small kernels). The reference is the M3 presets' GPU
+# clock (1,398 MHz: hmc-tech, as quoted in their files; the M2 presets carry the same), so an
+# Apple SoC file without ``boost_clock_MHz`` pays the class value of a mid-range generation.
+# 0 switches it off (the model before).
+UNIFIED_REFERENCE_CLOCK_MHZ = 1398.0
+UNIFIED_CLOCK_OVERHEAD_EXPONENT = 3.0
+
+
 def clock_overhead_factor(cls: HardwareClass, boost_clock_mhz: float | None) -> float:
     """How many times its kernel class's per-kernel cost a GPU of kernel class ``cls`` with
-    boost clock ``boost_clock_mhz`` pays (1 for other classes and unknown clocks)."""
-    if cls not in CLOCKED_CLASSES or not boost_clock_mhz:
+    boost clock ``boost_clock_mhz`` pays: discrete GPUs (``CLOCKED_CLASSES``) with
+    ``CLOCK_OVERHEAD_EXPONENT``, Apple's Metal GPUs (kernel class unified-soc) with
+    ``UNIFIED_CLOCK_OVERHEAD_EXPONENT``; 1 for other classes and unknown clocks."""
+    if not boost_clock_mhz:
+        return 1.0
+    if cls is HardwareClass.UNIFIED_SOC:
+        return (UNIFIED_REFERENCE_CLOCK_MHZ / boost_clock_mhz) ** UNIFIED_CLOCK_OVERHEAD_EXPONENT
+    if cls not in CLOCKED_CLASSES:
         return 1.0
     return (REFERENCE_CLOCK_MHZ / boost_clock_mhz) ** CLOCK_OVERHEAD_EXPONENT
 
@@ -586,10 +624,14 @@ def fallback_notes(hardware: "Hardware", efficiency: Efficiency | None = None) -
     if hardware.hw_class in MEMORY_TYPE_CLASSES and hardware.memory_type is None:
         notes.append(f"{hardware.name} has no memory_type: its weight-streaming bandwidth "
                      f"fraction is its class's ({hardware.hw_class.value})")
-    if kernel_class(hardware.hw_class, hardware.architecture) in CLOCKED_CLASSES \
-            and not hardware.boost_clock_mhz:
+    kcls = kernel_class(hardware.hw_class, hardware.architecture)
+    if kcls in CLOCKED_CLASSES and not hardware.boost_clock_mhz:
         notes.append(f"{hardware.name} has no boost_clock_MHz: its per-kernel launch cost is "
                      f"taken at {REFERENCE_CLOCK_MHZ:,.0f} MHz")
+    elif (kcls is HardwareClass.UNIFIED_SOC and UNIFIED_CLOCK_OVERHEAD_EXPONENT
+          and not hardware.boost_clock_mhz):
+        notes.append(f"{hardware.name} has no boost_clock_MHz: its per-kernel launch cost is "
+                     f"taken at {UNIFIED_REFERENCE_CLOCK_MHZ:,.0f} MHz")
     return notes
 
 

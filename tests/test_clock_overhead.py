@@ -6,8 +6,9 @@ import dataclasses
 import pytest
 
 from helpers import refuses_file_value
-from llmpara_core.hardware import (CLOCK_OVERHEAD_EXPONENT, REFERENCE_CLOCK_MHZ, HardwareClass,
-                                   clock_overhead_factor)
+from llmpara_core.hardware import (CLOCK_OVERHEAD_EXPONENT, REFERENCE_CLOCK_MHZ,
+                                   UNIFIED_CLOCK_OVERHEAD_EXPONENT, UNIFIED_REFERENCE_CLOCK_MHZ,
+                                   HardwareClass, clock_overhead_factor)
 from llmpara_core.hardware_io import hardware_from_dict, hardware_to_dict
 from llmpara_core.presets import load_hardware, load_model
 
@@ -22,8 +23,21 @@ def test_factor_follows_the_clock_on_gpus_only():
     assert clock_overhead_factor(CONSUMER, REFERENCE_CLOCK_MHZ / 2) == pytest.approx(
         2 ** CLOCK_OVERHEAD_EXPONENT)
     assert clock_overhead_factor(DC, 1410) > 1.0 > clock_overhead_factor(CONSUMER, 2520)
-    # Apple's Metal GPUs (their own kernel class) are not scaled
-    assert clock_overhead_factor(SOC, 1000) == 1.0
+    # Apple's Metal GPUs (their own kernel class) scale with their own exponent and reference
+    assert clock_overhead_factor(SOC, None) == 1.0
+    assert clock_overhead_factor(SOC, UNIFIED_REFERENCE_CLOCK_MHZ) == 1.0
+    assert clock_overhead_factor(SOC, UNIFIED_REFERENCE_CLOCK_MHZ / 2) == pytest.approx(
+        2 ** UNIFIED_CLOCK_OVERHEAD_EXPONENT)
+
+
+def test_apple_generations_pay_less_per_kernel_as_their_clock_rises():
+    """An M4 Max (1,678 MHz) pays less per kernel than an M2 Max (1,398), an M1 Max (1,270)
+    more: the unified class's per-kernel cost at each Apple GPU's clock."""
+    cost = {n: load_hardware(n).effective_efficiency.kernel_overhead_s
+            for n in ("apple-m1-max", "apple-m2-max", "apple-m4-max-40c")}
+    assert cost["apple-m1-max"] > cost["apple-m2-max"] > cost["apple-m4-max-40c"]
+    assert cost["apple-m2-max"] / cost["apple-m4-max-40c"] == pytest.approx(
+        (1678 / 1398) ** UNIFIED_CLOCK_OVERHEAD_EXPONENT, rel=1e-3)
 
 
 def test_slower_clock_costs_more_per_kernel():

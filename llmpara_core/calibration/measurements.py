@@ -509,7 +509,8 @@ FUSED_PLAN = {"attn_norm": 0.0, "ffn_norm": 0.0, "final_norm": 0.0, "ffn_act": 0
 # consumer GPUs 3.81 -> 3.57 % (60 -> 62 within 4 %; the #15013 / #15396 CUDA rows -10.6 ...
 # -17 -> -7 ... -12 %), datacenter GPUs 7.76 -> 7.23 % (within 6 %: 27 -> 24 -- the per-kernel
 # cost the datacenter class shares refits higher and gpt-fast's A100 TP rows lose 1-4 points),
-# unified SoCs 4.89 % unchanged. PR #14800's fused norm alone: 4.98 % (112 within 4 %),
+# unified SoCs 4.89 % unchanged; prefill held out 7.1 -> 6.9 % (datacenter 9.7 -> 9.9 %),
+# batched 10.32 -> 10.42 %. PR #14800's fused norm alone: 4.98 % (112 within 4 %),
 # consumer 3.66 %, datacenter 7.76 % (25 within 6 %). False = every llama.cpp row priced with
 # one launch per norm / activation (the model before). docs/accuracy.md has the rows.
 FUSED_BUILD_PLAN = True

@@ -480,6 +480,50 @@ GRAPHLESS_LAUNCH_S = 0.734 * S_PER_US
 GRAPHLESS_SPLIT_DECODE = True
 
 
+# Kernel fusion in 2025 llama.cpp CUDA builds (issue 27). Two changes of mid-2025 take launches
+# out of every dense layer of a pass: PR #14800 ("CUDA: add fused rms norm", github
+# ggml-org/llama.cpp, opened 2025-07-21 by am17an; its kernel is the one PR #15631 extended on
+# 2025-08-28) runs rms_norm and the multiply by the norm weight as one kernel -- its RTX 3090
+# figures, Llama 7B Q5_K_M tg128 115.84 -> 118.67 tok/s for two launches fewer per layer, are
+# ~3.2 us per launch saved, the size of the fitted per-kernel cost (~3 us); and PR #14158
+# ("ggml : implement REGLU/GEGLU/SWIGLU ops", June 2025) makes SiLU(gate) x up one GLU op where
+# the graph had a silu and a mul kernel (that the Llama graph's split gate / up FFN used it by
+# August 2025 is taken from the PR, not checked at a commit). The model charges one launch per
+# norm and per activation op, fitted on builds that ran two kernels for each, so a fused build's
+# norms and activation are charged no launch of their own (their bytes and FLOPs stay):
+# ``FUSED_PLAN`` (launches per execution, ``Efficiency.kernel_plan``). Which rows ran such
+# builds: the CUDA scoreboard, discussion #15013, was opened 2025-08-01 (the transcription its
+# rows cite, 'Local AI Advisor - Source Research Findings' section 1b), and the gpt-oss guide,
+# discussion #15396, was written with August 2025 builds (gpt-oss was released that month);
+# their rows' builds (7-hex hashes in the notes; the RTX 5060 Ti's 89d1029 is an August 2025
+# build) are taken to be no older than the discussion. The Vulkan scoreboard (#10879, opened
+# Dec 2024) has builds of any date: not included. Later fusions (gate + up + GLU in one
+# matrix-vector kernel, PRs #16630 / #16715, Oct 2025; rope + set_rows) are not applied: the
+# rows' builds may predate them.
+FUSED_BUILD_SOURCES = ("ggml-org/llama.cpp discussion #15013",
+                       "ggml-org/llama.cpp discussion #15396")
+FUSED_PLAN = {"attn_norm": 0.0, "ffn_norm": 0.0, "final_norm": 0.0, "ffn_act": 0.0,
+              "moe_expert_act": 0.0}
+# Switch (on). Measured with `llmpara validate --regime batch-1 --loo --time-budget 3000`
+# (main at 1fdf165 -> on): held-out batch 1 5.01 -> 4.88 % (rows within 4 %: 112 -> 115 of 275),
+# consumer GPUs 3.81 -> 3.57 % (60 -> 62 within 4 %; the #15013 / #15396 CUDA rows -10.6 ...
+# -17 -> -7 ... -12 %), datacenter GPUs 7.76 -> 7.23 % (within 6 %: 27 -> 24 -- the per-kernel
+# cost the datacenter class shares refits higher and gpt-fast's A100 TP rows lose 1-4 points),
+# unified SoCs 4.89 % unchanged; prefill held out 7.1 -> 6.9 % (datacenter 9.7 -> 9.9 %),
+# batched 10.32 -> 10.42 %. PR #14800's fused norm alone: 4.98 % (112 within 4 %),
+# consumer 3.66 %, datacenter 7.76 % (25 within 6 %). False = every llama.cpp row priced with
+# one launch per norm / activation (the model before). docs/accuracy.md has the rows.
+FUSED_BUILD_PLAN = True
+
+
+def fused_build(row: Mapped) -> bool:
+    """Whether ``row`` is a llama.cpp CUDA decode row of a build with PR #14800's fused RMS
+    norm and PR #14158's GLU op (``FUSED_BUILD_SOURCES``; ``FUSED_BUILD_PLAN`` on)."""
+    m = row.measurement
+    return (FUSED_BUILD_PLAN and row.framework == "llama.cpp" and "cuda" in m.framework.lower()
+            and m.source.startswith(FUSED_BUILD_SOURCES))
+
+
 def graphless_decode(row: Mapped) -> bool:
     """Whether ``row`` is a llama.cpp CUDA decode row of a layer split (PP > 1) whose build
     predates CUDA graphs under pipeline parallelism (``PIPELINE_GRAPHS_FROM``): each kernel
@@ -519,6 +563,10 @@ def build_efficiency(row: Mapped, efficiency):
     construction)."""
     if efficiency is None:
         return efficiency
+    if fused_build(row):
+        efficiency = copy.copy(efficiency)
+        plan = {**dict(efficiency.kernel_plan), **FUSED_PLAN}
+        object.__setattr__(efficiency, "kernel_plan", tuple(sorted(plan.items())))
     if graphless_decode(row):
         efficiency = copy.copy(efficiency)
         object.__setattr__(efficiency, "kernel_overhead_s",

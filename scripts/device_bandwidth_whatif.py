@@ -1,8 +1,8 @@
 """What-if: a device's memory bandwidth as the model sees it, scaled, held out (issue 27).
 
-    python scripts/device_bandwidth_whatif.py                          # MI250X GCD, 1 .. 0.88
-    python scripts/device_bandwidth_whatif.py --device amd-mi250x-gcd --factors 1,0.92
-    python scripts/device_bandwidth_whatif.py --baseline /tmp/batch1_loo.json
+    python scripts/device_bandwidth_whatif.py --baseline /tmp/batch1_loo.json   # MI250X GCD
+    python scripts/device_bandwidth_whatif.py --baseline /tmp/batch1_loo.json \
+        --device amd-mi250x-gcd --factors 1,0.92
 
 A sensitivity, not a mechanism: nothing here is shipped. The question it answers is how much
 lower than the A100's the MI250X GCD's achievable share of its spec bandwidth would have to
@@ -13,8 +13,8 @@ measurement over spec sheet) would need to have to matter. Each factor multiplie
 fits, every fold that trains on them); the batch-1 leave-one-device-out folds of that device
 and of the devices whose held-out rows share a stack with it (gpt-fast: the 330 W A100 SXM4
 80GB, held out with the A100 SXM4 80GB) are rerun, and the other batch-1 rows are taken from
-``--baseline`` (``llmpara validate --regime batch-1 --loo --time-budget 3000 --format json``;
-default: the main-branch run of issue 27, /work/briefs30/batch1_loo_main_1fdf165.json). Their
+``--baseline`` (required: the output of ``llmpara validate --regime batch-1 --loo
+--time-budget 3000 --format json`` on the same code). Their
 folds do not depend on the scaled device (it has no reference-stack rows, so no class or
 memory-technology value is fitted on it), which is why the merge is exact.
 
@@ -68,7 +68,6 @@ sys.path.insert(0, str(ROOT))
 from llmpara_core.calibration import default_table, fitting  # noqa: E402
 from llmpara_core.calibration import measurements as validation  # noqa: E402
 
-DEFAULT_BASELINE = Path("/work/briefs30/batch1_loo_main_1fdf165.json")
 CLASSES = ("datacenter-gpu", "consumer-gpu", "unified-soc")
 
 
@@ -94,7 +93,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="amd-mi250x-gcd", help="preset whose bandwidth scales")
     ap.add_argument("--factors", default="1,0.96,0.92,0.88", help="comma-separated factors")
-    ap.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE,
+    ap.add_argument("--baseline", type=Path, required=True,
                     help="validate --regime batch-1 --loo --format json of the other rows")
     args = ap.parse_args(argv)
     try:

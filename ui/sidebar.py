@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmpara_core.calibration import FRAMEWORKS, GENERIC
-from llmpara_core.calibration.stacks import DEFAULT, GENERIC_LABEL, GENERIC_REASON, default_stack
+from llmpara_core.calibration.stacks import DEFAULT, GENERIC_LABEL, default_stack, resolve_stack
 from llmpara_core.errors import ConfigError
 from llmpara_core.hardware import Hardware
 from llmpara_core.model import Model, PositionKind
@@ -292,10 +292,8 @@ def stack_option_label(option: str, hardware: Hardware | None) -> str:
 def stack_reason_line(option: str, hardware: Hardware | None) -> str | None:
     """The line written under the select for the default and the generic choice, which say
     why: "vLLM — default for datacenter GPUs"; None for a stack the user named."""
-    if option == DEFAULT and hardware is not None:
-        return default_stack(hardware).caption
-    if option == GENERIC:
-        return f"{GENERIC_LABEL} — {GENERIC_REASON}"
+    if option in (DEFAULT, GENERIC) and hardware is not None:
+        return resolve_stack(hardware, option).caption
     return None
 
 

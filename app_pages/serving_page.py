@@ -207,6 +207,8 @@ with inputs, st.expander("Engine (defaults: the sidebar's inference stack)"):
                  "max-load rows), vLLM and generic 0. A larger reserve leaves less KV cache.")
     release = url_selectbox("TensorRT-LLM release", ("pooled",) + stack_version.versions(),
                             key="sv_release", default="pooled",
+                            retired={"0.11-0.12": "that range is now two, 0.11 and 0.12 "
+                                     "(their rows were measured by different harnesses)"},
                             help="Releases differ on the same configuration (measured): each "
                                  "range's fitted factor on the compute time. Pooled = fitted "
                                  "on all releases. TensorRT-LLM stack only.")

@@ -173,6 +173,25 @@ def test_tensorrt_llm_release_select():
     assert any("release is ignored" in w.value for w in other.warning)
 
 
+def test_retired_release_link():
+    """A link from before 0.11 and 0.12 were split names the old range: the page says why it is
+    gone and runs the pooled profile, as with no release -- not the generic 'not one of the
+    options' warning, and not a guess at 0.11 or 0.12."""
+    at = open_page(PAGE, **BASE, fw="tensorrt-llm", sv_arrival="Max load", sv_search="false",
+                   sv_release="0.11-0.12")
+    _clean(at, "retired release")
+    warns = [w.value for w in at.warning]
+    assert any("0\\.11\\-0\\.12' is retired"   # md-escaped value in w and "0.11 and 0.12" in w and "'pooled'" in w
+               for w in warns), warns
+    assert not any("not one of the options" in w for w in warns), warns
+    pooled = open_page(PAGE, **BASE, fw="tensorrt-llm", sv_arrival="Max load",
+                       sv_search="false")
+    assert metric(at, "Requests/s") == metric(pooled, "Requests/s")
+    bad = open_page(PAGE, **BASE, fw="tensorrt-llm", sv_arrival="Max load", sv_search="false",
+                    sv_release="0.99-1.0")
+    assert any("not one of the options" in w.value for w in bad.warning)
+
+
 def test_scheduler_select():
     """The scheduler select runs the core's prefill-first engine and says so."""
     at = open_page(PAGE, **BASE, sv_arrival="Max load", sv_search="false",

@@ -33,12 +33,21 @@ def _check_url(key: str, ok: Callable[[list[str]], bool], expected: str,
 
 
 def url_selectbox(label: str, options: Sequence, key: str, default=None,
-                  format_func: Callable[[Any], str] = str, **kwargs):
+                  format_func: Callable[[Any], str] = str,
+                  retired: dict[str, str] | None = None, **kwargs):
     """A selectbox bound to the URL parameter ``key`` (the URL holds ``format_func(option)``);
-    an invalid link value falls back to ``default`` with a warning."""
+    an invalid link value falls back to ``default`` with a warning. ``retired`` maps values
+    that older links may carry to why they no longer exist and what replaced them: such a link
+    gets that reason instead of the generic warning (still the default, never a guess)."""
     opts = list(options)
     labels = [format_func(o) for o in opts]
-    _check_url(key, lambda raws: raws[-1] in labels, "one of the options")
+    raws = st.query_params.get_all(key)
+    if retired and raws and raws[-1] in retired and raws[-1] not in labels:
+        add_warning(f"Link parameter `{key}`: '{links.show_value(raws[-1])}' is retired: "
+                    f"{retired[raws[-1]]}. Using the default, "
+                    f"'{format_func(default if default in opts else opts[0])}'.")
+    else:
+        _check_url(key, lambda raws: raws[-1] in labels, "one of the options")
     index = opts.index(default) if default in opts else 0
     value = st.selectbox(label, opts, index=index, key=key, format_func=format_func,
                          bind="query-params", **kwargs)

@@ -57,7 +57,8 @@ The MI210 is one CDNA2 GCD (104 CUs) with the MI250X GCD's memory (4 HBM2e stack
 1638.4 GB/s: amd/amd-lab-notes finite-difference/docs/Laplacian_Part1.md "theoretical bandwidth
 per GCD of 1638.4 GB/s"), not the MI250X GCD itself. Relative to the A100, the MI250X GCD would
 stream 1366 / 0.868 = 1574 GB/s (or 1345 / 0.868 = 1550) as the model sees the A100, where the
-preset now gives 1600 (AMD's 3.2 TB/s per package halved, 2.3 % under 1638.4): a factor of
+preset now gives 1600 (AMD's 3.2 TB/s per package halved, 2.3 % under 1638.4; the preset at
+1638.4, factor 1.024, would give datacenter 8.07 %, 22 within 6 %, 16 within 4 %): a factor of
 0.984 (0.969) -- measured here at 0.984: datacenter 6.85 %, 27 within 6 %, 18 within 4 %;
 overall 4.34 %, 126 within 4 % (main: 7.23 %, 24, 17; 4.34 %, 125). Only reading the A100 80GB
 as the PCIe card (1935 GB/s; the author's 2039 says SXM4) or taking the triad kernel (a write

@@ -11,7 +11,9 @@ folds of the datacenter devices are rerun (their class values and the stacks mea
 are refitted) and the other batch-1 rows are taken from ``--baseline`` (their folds refit the
 datacenter class too, which moves only stacks fitted across classes -- MLC, ExLlamaV2 -- a
 little: the full ``validate --loo`` is the check). ``--in-sample`` also refits the whole table
-on every row and prints the in-sample batch-1 figures per class.
+on every row (``fitting.fit_table`` on the mapped rows -- not the shipped table's fit by
+``scripts/fit_efficiency.py``, so its figures are not ``validate --refit``'s) and prints the
+in-sample batch-1 figures per class.
 
 Why it was tried (issue 27, dc31): the fused-build plan for the consumer class's 2025 llama.cpp
 builds refits the shared per-kernel cost higher (3.345 -> 3.619 us), which cost gpt-fast's A100
@@ -19,13 +21,12 @@ BF16 tensor-parallel rows 1-4 points held out. Measured on dc31 (main at 39a209e
 /work/briefs31/loo_main_39a209e.json; `python scripts/dc_overhead_whatif.py --baseline B.json
 --min-devices 0,1,2 --in-sample`, ~45 s per setting plus ~70 s per in-sample fit), batch 1:
 
-  setting            held out: datacenter (67 rows)        overall (275)       in sample
-  off (shared)       7.23 %, 17 within 4 %, 24 within 6 %  4.34 %, 125 in 4 %  dc 4.69 %, consumer 2.62 %
-  own, >= 1 device   7.23 %, 13 within 4 %, 26 within 6 %  4.36 %, 121 in 4 %  dc 3.70 %, consumer 2.92 %
-  own, >= 2 devices  7.23 %, 17 within 4 %, 24 within 6 %  4.34 %, 125 in 4 %  (= own, >= 1: every fold
-                                                                                 with a datacenter llama.cpp
-                                                                                 device holds one of the two
-                                                                                 A100s out)
+  setting            held out, datacenter (67 rows)   overall (275)    in sample: dc / consumer
+  off (shared)       7.23 %, 17 in 4 %, 24 in 6 %     4.34 %, 125 in 4 %   4.69 / 2.62 %
+  own, >= 1 device   7.23 %, 13 in 4 %, 26 in 6 %     4.36 %, 121 in 4 %   3.70 / 2.92 %
+  own, >= 2 devices  held out as off (every fold with a datacenter llama.cpp device holds one
+                     of the two A100s out, leaving one device: the donor's value); in sample
+                     as >= 1 device
 
 In sample the datacenter class fits its own 4.413 us (consumer 3.625) and its rows improve
 (4.69 -> 3.70 %; the consumer rows lose 2.62 -> 2.92 % as the per-compute-unit streaming bounds,
@@ -53,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from llmpara_core.calibration import default_table, fitting  # noqa: E402
 from llmpara_core.calibration import measurements as validation  # noqa: E402
+from llmpara_core.units import S_PER_US  # noqa: E402
 
 CLASSES = ("datacenter-gpu", "consumer-gpu", "unified-soc")
 
@@ -97,8 +99,9 @@ def main(argv=None) -> int:
         for p in sorted(preds, key=lambda p: p.row.measurement.row_id):
             if validation.regime(p.row) == "batch-1":
                 m = p.row.measurement
-                print(f"    {m.row_id} {p.row.hardware.slug:26s} {(p.row.framework or '')[:10]:10s} "
-                      f"{m.quant[:18]:18s} x{p.row.devices}  {p.error:+.3f}")
+                print(f"    {m.row_id} {p.row.hardware.slug:26s} "
+                      f"{(p.row.framework or '')[:10]:10s} {m.quant[:18]:18s} "
+                      f"x{p.row.devices}  {p.error:+.3f}")
         if args.in_sample:
             t0 = time.time()
             t = fitting.fit_table(mapped, table)
@@ -107,10 +110,12 @@ def main(argv=None) -> int:
             dc = t.classes.get(validation.HardwareClass.DATACENTER_GPU)
             cg = t.classes.get(validation.HardwareClass.CONSUMER_GPU)
             print(f"  in sample ({time.time() - t0:.0f} s): per-kernel cost datacenter "
-                  f"{dc.kernel_overhead_s * 1e6:.3f} us, consumer {cg.kernel_overhead_s * 1e6:.3f} us")
+                  f"{dc.kernel_overhead_s / S_PER_US:.3f} us, consumer "
+                  f"{cg.kernel_overhead_s / S_PER_US:.3f} us")
             print(f"    overall:        {summary([p.error for p in ps])}")
             for c in CLASSES:
-                print(f"    {c:15s} {summary([p.error for p in ps if p.efficiency_class.value == c])}")
+                print(f"    {c:15s} "
+                      f"{summary([p.error for p in ps if p.efficiency_class.value == c])}")
     return 0
 
 

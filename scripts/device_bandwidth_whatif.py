@@ -64,11 +64,12 @@ overall 4.34 %, 126 within 4 % (main: 7.23 %, 24, 17; 4.34 %, 125). Only reading
 as the PCIe card (1935 GB/s; the author's 2039 says SXM4) or taking the triad kernel (a write
 stream, not a GEMV's access) would give the valley: factor 0.934 -> 5.90 % (34 within 6 %);
 triad 0.924 -> 5.55 % (36); the ratio of the two read shares applied to the preset's 1600 as
-it stands (its rounding not undone), 0.961 -> 6.74 % (29). And applied uniformly, the same source raises the A100 40GB (a100_40.txt read 1490
-at full occupancy of 1555, 0.958) by 0.958 / 0.868 = 1.10 over the A100 80GB it shares the
-HBM family's fitted fraction with, where its 15 vLLM batched rows are over-predicted already
-(shipped table, in sample: median |error| 4.8 -> 5.6 %, signed +2.5 -> +4.4 %). Not built: the
-read figures put the two HBM2e chips 4 % apart, not the 8 % the valley needs.
+it stands (its rounding not undone), 0.961 -> 6.74 % (29). And applied uniformly, the same
+source raises the A100 40GB (a100_40.txt read 1490 at full occupancy of 1555, 0.958) by
+0.958 / 0.868 = 1.10 over the A100 80GB it shares the HBM family's fitted fraction with, where
+its 15 vLLM batched rows are over-predicted already (shipped table, in sample: median |error|
+4.8 -> 5.6 %, signed +2.5 -> +4.4 %). Not built: the read figures put the two HBM2e chips 4 %
+apart, not the 8 % the valley needs.
 
 Also measured, not kept: mapping the llm-perf-bench "A100 80GB (variant unspecified)" decode
 rows, whose README says "all numbers are based on PCIe, not NVLink", to the A100 PCIe 80GB

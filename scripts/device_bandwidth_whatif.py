@@ -45,6 +45,32 @@ shipped. What was looked for, to cite one instead:
     2024-05-05; ROCm/pytorch issue #1408, "gives 20% better speed on MI100"). If that 20 %
     carried to the MI250X's BF16 rows it would be the 0.833 row above: it overshoots, and the
     figure is end-to-end on another chip (CDNA1) and a later ROCm than the rows' (Dec 2023).
+A cited achievable bandwidth, looked for again (dc31, issue 27): one public source measures
+both chips' memory with one benchmark -- github te42kyfo/gpu-benches (the gpu-stream kernels,
+hipifiable, 2 blocks per SM/CU, block size swept 32..1024; "read" = one load stream, the
+access of a decode step's weight GEMVs): A100 80GB cuda-stream/a100_80.txt@cdcc732 read 1769
+GB/s at full occupancy (its maximum), scale 1732, triad 1759; MI210 gpu-stream/mi210.txt@a7dc559
+read 1345 GB/s at full occupancy (1366 at 91 %), scale 1358 (1399), triad 1248 (1305). The
+author's peaks (gpu-stream/plot.py@0a45416 peakBW: 2039 for the A100 80GB, i.e. the SXM4's, and
+1638 for the MI210) put the A100 80GB's read at 0.868 of peak and the MI210's at 0.821-0.834.
+The MI210 is one CDNA2 GCD (104 CUs) with the MI250X GCD's memory (4 HBM2e stacks, 3.2 Gbps,
+1638.4 GB/s: amd/amd-lab-notes finite-difference/docs/Laplacian_Part1.md "theoretical bandwidth
+per GCD of 1638.4 GB/s"), not the MI250X GCD itself. Relative to the A100, the MI250X GCD would
+stream 1366 / 0.868 = 1574 GB/s (or 1345 / 0.868 = 1550) as the model sees the A100, where the
+preset now gives 1600 (AMD's 3.2 TB/s per package halved, 2.3 % under 1638.4; the preset at
+1638.4, factor 1.024, would give datacenter 8.07 %, 22 within 6 %, 16 within 4 %): a factor of
+0.984 (0.969) -- measured here at 0.984: datacenter 6.85 %, 27 within 6 %, 18 within 4 %;
+overall 4.34 %, 126 within 4 % (main: 7.23 %, 24, 17; 4.34 %, 125). Only reading the A100 80GB
+as the PCIe card (1935 GB/s; the author's 2039 says SXM4) or taking the triad kernel (a write
+stream, not a GEMV's access) would give the valley: factor 0.934 -> 5.90 % (34 within 6 %);
+triad 0.924 -> 5.55 % (36); the ratio of the two read shares applied to the preset's 1600 as
+it stands (its rounding not undone), 0.961 -> 6.74 % (29). And applied uniformly, the same
+source raises the A100 40GB (a100_40.txt read 1490 at full occupancy of 1555, 0.958) by
+0.958 / 0.868 = 1.10 over the A100 80GB it shares the HBM family's fitted fraction with, where
+its 15 vLLM batched rows are over-predicted already (shipped table, in sample: median |error|
+4.8 -> 5.6 %, signed +2.5 -> +4.4 %). Not built: the read figures put the two HBM2e chips 4 %
+apart, not the 8 % the valley needs.
+
 Also measured, not kept: mapping the llm-perf-bench "A100 80GB (variant unspecified)" decode
 rows, whose README says "all numbers are based on PCIe, not NVLink", to the A100 PCIe 80GB
 (full batch-1 LOO in a scratch copy): datacenter 7.76 -> 7.90 %, 27 -> 26 rows within 6 %,

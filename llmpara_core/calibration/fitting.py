@@ -115,6 +115,15 @@ GEMM_FIELDS = STACK_CLASS_KEYS       # the GEMM fractions the rules refit
 # measured J/token. Not kept: tried twice (before and after the energy rows were timed with
 # their stacks), neither met the datacenter bar.
 SHARED_OVERHEAD = {HardwareClass.DATACENTER_GPU: HardwareClass.CONSUMER_GPU}
+# What-if (issue 27, dc31; off): a class of SHARED_OVERHEAD fits its own per-kernel cost where
+# its reference rows come from at least OWN_OVERHEAD_MIN_DEVICES physical devices (else it
+# takes the donor's, as with the switch off); its GEMM fractions still come from the donor
+# where its rows do not pin them. Tried a third time after the fused-build plan raised the
+# shared value: in sample the datacenter class fits 4.41 us (consumer 3.63) and its batch-1
+# rows go 4.7 -> 3.7 %, but held out datacenter batch 1 stays 7.23 % (rows within 4 %: 17 ->
+# 13, within 6 %: 24 -> 26) -- scripts/dc_overhead_whatif.py has the figures. Off.
+OWN_OVERHEAD = False
+OWN_OVERHEAD_MIN_DEVICES = 1
 # Share of a GQA group's K/V that llama.cpp's decode attention reads again from DRAM for each
 # further query head of the group (``roofline.kv_read_factor``; the rest hits in L2). Fixed,
 # not fitted per class (one number for all devices): chosen on a grid 0, 0.15, 0.3, 0.5, 1 --
@@ -790,7 +799,7 @@ def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo
         start = _with_stream({cls: start}, limits)[cls]
         start = _with_kquant({cls: start}, kquant or {})[cls]
         classes[cls] = fit_class([features(r) for r in rs], start,
-                                 _shared_overhead(cls, classes, counts))
+                                 _shared_overhead(cls, classes, counts, rs))
         counts[cls] = len(rs)
     table = replace(base, classes=classes, class_rows=counts)
     if classes_too:
@@ -816,7 +825,13 @@ def _start(cls: HardwareClass, classes: dict, counts: dict) -> Efficiency:
     return start
 
 
-def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict) -> float | None:
+def _shared_overhead(cls: HardwareClass, classes: dict, counts: dict,
+                     rs: list[Mapped] = ()) -> float | None:
+    """The per-kernel cost ``cls`` is held at (its donor's, ``SHARED_OVERHEAD``), or None
+    where it fits its own (no donor fitted, or ``OWN_OVERHEAD`` and its rows ``rs`` span
+    ``OWN_OVERHEAD_MIN_DEVICES`` physical devices)."""
+    if OWN_OVERHEAD and len({device_key(r.hardware) for r in rs}) >= OWN_OVERHEAD_MIN_DEVICES:
+        return None
     donor = SHARED_OVERHEAD.get(cls)
     return classes[donor].kernel_overhead_s if donor is not None and counts.get(donor) else None
 

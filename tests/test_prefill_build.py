@@ -26,7 +26,7 @@ def builds(monkeypatch):
     monkeypatch.setattr(validation, "CUBLAS_PROMPT_SOURCES", validation.CUBLAS_PROMPT_BUILDS)
 
 
-def test_the_shipped_fit_prices_every_row_as_mmq(rows):
+def test_the_shipped_fit_prices_every_row_as_mmq(rows, monkeypatch):
     assert validation.CUBLAS_PROMPT_SOURCES == ()
     assert not any(validation.cublas_prompts(r) for r in rows.values())
     eff = default_table().efficiency_for(rows["D0461"].hardware, "llama.cpp")
@@ -36,6 +36,9 @@ def test_the_shipped_fit_prices_every_row_as_mmq(rows):
     assert out.prompt_gemm_waves and not eff.prompt_gemm_waves
     for f in ("quant_dequant_bytes", "quant_gemm_int8", "quant_compute"):
         assert getattr(out, f) == getattr(eff, f), f
+    # (the notebook's host, an EPYC 9554, scales its per-kernel cost: measurements.
+    # host_launch_factor -- off here, so nothing else changes the row's efficiency)
+    monkeypatch.setattr(validation, "HOST_CLOCK_EXPONENT", 0.0)
     with validation.prompt_gemm_waves(False):
         assert validation.build_efficiency(rows["D0461"], eff) is eff
 

@@ -54,7 +54,7 @@ def parse_class_entry(name: str, entry) -> dict:
            "kv_read": _number(f"class.{name}.kv_read", entry["kv_read"])}
     for k in ("gemm_half_tokens", "attention_compute", "kv_reread", "act_quant_kernels",
               "quant_compute", "prompt_ubatch_tokens", "expert_half_tokens",
-              "kquant_stream_bytes_per_cu_cycle"):
+              "kquant_stream_bytes_per_cu_cycle", "kv_stream_bytes_per_cu_cycle"):
         if k in entry:
             out[k] = _number(f"class.{name}.{k}", entry[k])
     for k in ("gemm_fp16_acc16", "quant_gemm_int8"):      # the reference stack's GEMM units

@@ -235,6 +235,7 @@ class Efficiency:
     stream_bytes_per_cu_cycle: float = 0.0
     quant_stream_bytes_per_cu_cycle: float = 0.0
     kquant_stream_bytes_per_cu_cycle: float = 0.0
+    kv_stream_bytes_per_cu_cycle: float = 0.0
     kernel_plan: tuple = ()
     quant_compute: float = 1.0
     quant_memory: float = 1.0
@@ -269,7 +270,8 @@ class Efficiency:
         require_float("efficiency.quant_dequant_bytes", self.quant_dequant_bytes, lo=0, hi=64)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         check_float("efficiency_fraction", self.quant_memory, "efficiency.quant_memory")
-        for f in STREAM_FIELDS + ("kquant_stream_bytes_per_cu_cycle",):
+        for f in STREAM_FIELDS + ("kquant_stream_bytes_per_cu_cycle",
+                                  "kv_stream_bytes_per_cu_cycle"):
             require_float(f"efficiency.{f}", getattr(self, f), lo=0,
                           hi=MAX_STREAM_BYTES_PER_CU_CYCLE)
         if not isinstance(self.kernel_plan, tuple) or not all(

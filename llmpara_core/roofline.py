@@ -47,6 +47,7 @@ class Rates:
     wave_rows: float = 0.0               # rows per GEMM tiled in waves over the SMs (0 = no waves)
     wave_units: float = 0.0              # SMs the tiles of a GEMM run on (wave_flops_factor)
     wave_tile: tuple = ()                # (rows, columns) of a GEMM's output tile
+    kv_limit_bytes_per_s: float = 0.0    # every query head's K/V reads at most this fast (0: none)
 
     def weight_excess(self) -> tuple[float, float]:
         """(16-bit, quantised) extra times a weight byte counts against ``bytes_per_s``
@@ -123,7 +124,8 @@ def rates(hardware: Hardware, dtype: DType, estimated: bool,
                  eff.quant_compute * quant_ratio, eff.expert_curve_tokens if curve else 0.0,
                  eff.gemm_rows(tokens_in_flight) if curve else None,
                  dequant_factor(eff, tokens_in_flight) * eff.memory if estimated else 0.0,
-                 *(wave_setup(hardware, eff, tokens_in_flight) if estimated else (0.0, 0.0, ())))
+                 *(wave_setup(hardware, eff, tokens_in_flight) if estimated else (0.0, 0.0, ())),
+                 kv_limit_bytes_per_s=kv_stream_limit(hardware, eff) if estimated else 0.0)
 
 
 # Rows above which a prompt GEMM of a stack with ``Efficiency.prompt_gemm_waves`` runs as a
@@ -281,6 +283,18 @@ def weight_stream_limits(hardware: Hardware, eff: Efficiency,
     return per_cu[0], (min(per_cu[1], share) if per_cu[1] > 0 else share)
 
 
+def kv_stream_limit(hardware: Hardware, eff: Efficiency) -> float:
+    """Fastest rate [B/s] at which the stack's decode attention passes over K/V once per query
+    head: ``Efficiency.kv_stream_bytes_per_cu_cycle`` x the device's compute units x its
+    clock; 0 (no limit) where the class carries no such value or the file gives no units or
+    clock."""
+    units = getattr(hardware, "compute_units", None)
+    mhz = getattr(hardware, "boost_clock_mhz", None)
+    if not (units and mhz and eff.kv_stream_bytes_per_cu_cycle > 0):
+        return 0.0
+    return eff.kv_stream_bytes_per_cu_cycle * units * mhz * 1e6
+
+
 def expert_flops_factor(r: Rates, moe) -> float:
     """How many times a routed-expert GEMM's FLOPs count against ``flops_per_s`` (>= 1): the
     pass's rate is set for ``tokens_in_flight`` rows per GEMM, but each touched expert runs its
@@ -349,6 +363,12 @@ def effective_memory_bytes(mem_bytes, kv_read_bytes, r: Rates, kv_reread_bytes=0
         ex, qex = r.weight_excess()
         if ex or qex:
             out = out + weight_bytes * (ex + (qex - ex) * quantized)
+    if r.kv_limit_bytes_per_s > 0:
+        # the KV reads' bytes-equivalent at the memory rate: the DRAM stream (as below) or,
+        # where slower, every query head's pass over its group's K/V at the per-core bound
+        dram = (kv_read_bytes + kv_reread_bytes * r.kv_reread) / r.kv_read_efficiency
+        heads = (kv_read_bytes + kv_reread_bytes) * (r.bytes_per_s / r.kv_limit_bytes_per_s)
+        return out - kv_read_bytes + np.maximum(dram, heads)
     if r.kv_read_efficiency == 1.0 and not r.kv_reread:
         return out
     return (out + kv_read_bytes * (1.0 / r.kv_read_efficiency - 1.0)

@@ -181,7 +181,8 @@ def test_every_shipped_row_is_mapped_or_skipped_with_a_reason(shipped):
     assert m["D0734"].workload == Workload(1, 128, 1)              # TTFT
     assert m["D0734"].assumptions                                  # A100 variant unstated
     oss = next(r for r in mapped if r.model.name.startswith("gpt-oss"))
-    assert oss.precision.weight_ffn_bits == 4.25 and oss.precision.weight_attn_bits == 16
+    # ggml-org's gpt-oss GGUF: MXFP4 experts, the other weights Q8_0 (measurement_mapping.toml)
+    assert oss.precision.weight_ffn_bits == 4.25 and oss.precision.weight_attn_bits == 8.5
     assert m["D0621"].tp == 4 and m["D0454"].pp == 4               # tensor / layer split
     assert m["D0674"].workload == Workload(1, 0, 128) and m["D0674"].assumptions
 

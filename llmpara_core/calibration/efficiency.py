@@ -312,6 +312,10 @@ class FrameworkProfile:
         # every row and trial efficiency
         changes = dict(memory=min(1.0, eff.memory * self.memory_scale),
                        kv_reread=eff.kv_reread if self.kv_per_query_head else 0.0,
+                       # the per-core attention bound is the per-query-head kernels' (fitting.
+                       # fit_kv_limits); a stack reading each KV block once per group has none
+                       kv_stream_bytes_per_cu_cycle=(eff.kv_stream_bytes_per_cu_cycle
+                                                     if self.kv_per_query_head else 0.0),
                        act_quant_kernels=eff.act_quant_kernels if self.act_quant else 0.0,
                        quant_compute=eff.quant_compute if self.act_quant else 1.0,
                        gemm_fp16_acc16=self.gemm_fp16_acc16,
@@ -569,6 +573,11 @@ HEADER = """\
 #                  GPU core per cycle (cores x the clock of the preset's fp32 peak): fitted on
 #                  the class's k-quant decode rows, the class refitted around it
 #                  (fitting.fit_kquant_limits; roofline.weight_stream_limits).
+#                  kv_stream_bytes_per_cu_cycle (unified-soc) = the most bytes of K/V per GPU
+#                  core per cycle llama.cpp's Metal decode attention passes over, once per
+#                  query head (KV reads + re-reads); the DRAM stream (kv_read, kv_reread) is
+#                  the other bound: fitted on the class's decode rows, the class refitted
+#                  around it (fitting.fit_kv_limits; roofline.kv_stream_limit).
 # [stack_class.*]  per class, the GEMM fractions (compute, attention_compute, quant_compute,
 #                  expert_half_tokens) every stack but llama.cpp applies its profile to, where
 #                  they differ from [class.*]: those of the class fit without llama.cpp's build
@@ -711,6 +720,9 @@ def table_to_toml(table: EfficiencyTable, fit_info: dict | None = None) -> str:
         if e.kquant_stream_bytes_per_cu_cycle > 0:
             lines.append("kquant_stream_bytes_per_cu_cycle = "
                          f"{_fmt(e.kquant_stream_bytes_per_cu_cycle)}")
+        if e.kv_stream_bytes_per_cu_cycle > 0:
+            lines.append("kv_stream_bytes_per_cu_cycle = "
+                         f"{_fmt(e.kv_stream_bytes_per_cu_cycle)}")
         lines += [f"{f} = true" for f in GEMM_UNIT_FIELDS if getattr(e, f)]
         lines += [f"rows = {table.class_rows[cls]}", ""]
     for cls in HardwareClass:

@@ -16,8 +16,8 @@ from ..hardware import IDEAL, Efficiency
 from ..operators import OpKind
 from ..precision import is_kquant
 from ..roofline import (Rates, dequant_factor, expert_flops_factor, gemm_peaks,
-                        is_expert_gemm, launches, op_time_s, plan_factors, wave_setup,
-                        weight_stream_limits)
+                        is_expert_gemm, kv_stream_limit, launches, op_time_s, plan_factors,
+                        wave_setup, weight_stream_limits)
 from ..units import S_PER_MS
 from .measurements import Mapped, build_efficiency
 
@@ -102,7 +102,8 @@ class RowFeatures:
                                            is_kquant(self.row.precision)), eff.kernel_plan,
                      eff.quant_compute * ratio, eff.expert_curve_tokens, eff.gemm_rows(tokens),
                      dequant_factor(eff, tokens) * eff.memory,
-                     *wave_setup(self.row.hardware, eff, tokens))
+                     *wave_setup(self.row.hardware, eff, tokens),
+                     kv_limit_bytes_per_s=kv_stream_limit(self.row.hardware, eff))
 
     def predict(self, eff: Efficiency) -> float:
         eff = build_efficiency(self.row, eff)

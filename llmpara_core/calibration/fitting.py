@@ -197,6 +197,7 @@ def _unpack(x: np.ndarray, base: Efficiency, fit_compute: bool,
                       stream_bytes_per_cu_cycle=base.stream_bytes_per_cu_cycle,
                       quant_stream_bytes_per_cu_cycle=base.quant_stream_bytes_per_cu_cycle,
                       kquant_stream_bytes_per_cu_cycle=base.kquant_stream_bytes_per_cu_cycle,
+                      kv_stream_bytes_per_cu_cycle=base.kv_stream_bytes_per_cu_cycle,
                       gemm_fp16_acc16=base.gemm_fp16_acc16, quant_gemm_int8=base.quant_gemm_int8,
                       prompt_ubatch_tokens=base.prompt_ubatch_tokens)
 
@@ -581,6 +582,84 @@ def _with_kquant(classes: dict, limits: dict) -> dict:
                 if c in KQUANT_CLASSES else e) for c, e in classes.items()}
 
 
+# Decode attention on Apple GPUs bound per GPU core (issue 27, uni31): llama.cpp's Metal decode
+# attention of the May 2024 notebook builds (no flash attention: llama-bench's default then) is
+# two matrix-vector products per layer, K x q and V x softmax, each broadcast over the query
+# heads of a GQA group, so every query head passes over its group's K and V -- the passes the
+# model counts as KV reads plus re-reads (``Operator.kv_reread_bytes``). The K x q product
+# runs over rows of one head's width (128 F16 values, 256 bytes: short rows, a reduction per
+# row) and the re-reads of a group's K/V hit the GPU's caches, so the rate of these passes is
+# set by the GPU cores, not by the DRAM: at most ``kv_stream_bytes_per_cu_cycle`` x cores x
+# clock bytes of every query head's K/V per second (``roofline.kv_stream_limit``), the DRAM
+# stream at ``kv_read`` with the share ``kv_reread`` re-read being the other bound. What the
+# rows say (step time against context, the notebooks' tg512 ... tg8192 rows; ms per 1,000
+# tokens of mean context for Llama-3 8B, x the GPU's cores x GHz): M1 7-core 18.9 ms (169),
+# M1 Max 3.5 (F16; 142), M2 Ultra 1.4-1.5 (151-160), M3 Max 1.9-2.2 (106-124) -- nearly one
+# number per core-cycle, where per byte of DRAM bandwidth the M3 Max reads its KV cache 1.5 x
+# as fast as the M1 Max with the same 400 GB/s (an M1 Max fold fitted on the DRAM bound alone
+# predicts its slope 2.3 ms for the measured 3.5, an M3 Max fold 3.2 for 2.0). Fitted as one
+# value per class (``KV_CLASSES``) on its reference decode rows of devices whose files give
+# GPU cores and a clock, the class refitted once around it (``fit_table``).
+KV_CLASSES = (HardwareClass.UNIFIED_SOC,)
+KV_GRID = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 64.0)   # 64 binds nowhere
+# Switch (issue 27): False = no per-core attention bound fitted (the model before it).
+KV_STREAM = True
+
+
+def kv_rows(rows: list[Mapped]) -> dict:
+    """Class -> the reference decode rows of devices of ``KV_CLASSES`` with GPU cores and a
+    clock in their files (the per-core attention bound is fitted on them)."""
+    out = {}
+    for cls, rs in class_rows(rows).items():
+        if cls not in KV_CLASSES:
+            continue
+        sel = [r for r in rs if r.measurement.metric == "decode_tok_s"
+               and r.hardware.compute_units and r.hardware.boost_clock_mhz]
+        if sel:
+            out[cls] = sel
+    return out
+
+
+def fit_kv_limits(rows: list[Mapped], table: EfficiencyTable) -> dict:
+    """Class -> ``kv_stream_bytes_per_cu_cycle`` fitted on its ``kv_rows`` (everything else
+    held at ``table``'s values), for classes whose rows at 1,024 tokens of context or more
+    (where KV reads weigh) come from two devices (one device would set a per-device value)."""
+    out = {}
+    if not KV_STREAM:
+        return out
+    lo, hi = (math.log(b) for b in STREAM_BOUNDS)
+    for cls, rs in kv_rows(rows).items():
+        long = [r for r in rs if r.workload.prompt_len + r.workload.gen_len >= KV_MIN_CONTEXT]
+        if len(rs) < MIN_DECODE_ROWS or len({device_key(r.hardware) for r in long}) < 2:
+            continue
+        feats = [features(r) for r in rs]
+        bases = [table.efficiency_for(r.hardware) for r in rs]
+        meas = np.array([r.measurement.value for r in rs])
+        w = weights(rs)
+
+        def loss(x, feats=feats, bases=bases, meas=meas, w=w):
+            check_time_budget()
+            v = math.exp(min(hi, max(lo, float(x[0]))))
+            pred = np.array([f.predict(replace(b, kv_stream_bytes_per_cu_cycle=v))
+                             for f, b in zip(feats, bases)])
+            return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+        x0 = min((np.log([g]) for g in KV_GRID), key=loss)
+        x = nelder_mead(loss, x0, step=0.1)
+        out[cls] = math.exp(min(hi, max(lo, float(x[0]))))
+    return out
+
+
+KV_MIN_CONTEXT = 1024      # tokens of prompt + generation of a row that pins the KV bound
+KV_ROUNDS = 2              # rounds of (bound, class) refits in fit_table
+
+
+def _with_kv(classes: dict, limits: dict) -> dict:
+    """``classes`` with the per-core attention bounds of ``limits`` set (a class not in it:
+    0)."""
+    return {c: (replace(e, kv_stream_bytes_per_cu_cycle=limits.get(c, 0.0))
+                if c in KV_CLASSES else e) for c, e in classes.items()}
+
+
 # ---- layer-split hop cost --------------------------------------------------------------------
 
 MIN_HOP_GROUPS = 3
@@ -696,6 +775,15 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
             # the classes that carry a k-quant bound refitted once with it held
             table = _fit_reference(rows, table, by_cls, todo & set(kq), limits, classes_too,
                                    kq)
+        for _ in range(KV_ROUNDS if by_cls else 0):
+            # the per-core attention bound fitted, the class refitted with it held (k-quant
+            # bound kept); again, so the bound is fitted with a KV-read fraction that no
+            # longer carries the slopes the bound explains
+            kv = fit_kv_limits(rows, table)
+            if not kv:
+                break
+            table = _fit_reference(rows, table, by_cls, todo & set(kv), limits, classes_too,
+                                   kq, kv)
     if by_cls:
         table = replace(table, stack_classes={})
         if rules:
@@ -782,11 +870,11 @@ def _fit_build_rules(table: EfficiencyTable, by_cls: dict, todo: set) -> Efficie
 
 def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo: set,
                    limits: tuple[float, float] | None, classes_too: bool,
-                   kquant: dict | None = None) -> EfficiencyTable:
+                   kquant: dict | None = None, kv: dict | None = None) -> EfficiencyTable:
     """``base`` with the classes in ``todo`` fitted on their reference rows ``by_cls`` (the
     GPU kernel classes with the streaming ``limits``, None = none; the classes of ``kquant``
-    with its k-quant bound held), then -- ``classes_too`` -- the memory technologies and
-    architecture memory factors."""
+    with its k-quant bound held, those of ``kv`` with their per-core attention bound held),
+    then -- ``classes_too`` -- the memory technologies and architecture memory factors."""
     classes, counts = dict(base.classes), dict(base.class_rows)
     for cls in sorted(todo, key=lambda c: (c in SHARED_OVERHEAD, c.value)):
         rs = by_cls.get(cls, [])
@@ -798,6 +886,7 @@ def _fit_reference(rows: list[Mapped], base: EfficiencyTable, by_cls: dict, todo
                         act_quant_kernels=REFERENCE_ACT_QUANT_KERNELS.get(cls, 0.0))
         start = _with_stream({cls: start}, limits)[cls]
         start = _with_kquant({cls: start}, kquant or {})[cls]
+        start = _with_kv({cls: start}, kv or {})[cls]
         classes[cls] = fit_class([features(r) for r in rs], start,
                                  _shared_overhead(cls, classes, counts, rs))
         counts[cls] = len(rs)

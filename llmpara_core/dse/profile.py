@@ -73,6 +73,7 @@ class _KVRate:
     weights (``Efficiency.quant_memory``) is kept, as extra bytes (``_time_bytes``)."""
     weight_limit_bytes_per_s = 0.0
     quant_weight_limit_bytes_per_s = 0.0
+    kv_limit_bytes_per_s = 0.0       # a design has no compute-unit count either
 
     def __init__(self, kv_read_efficiency: float, kv_reread: float = 0.0,
                  quant_memory: float = 1.0):

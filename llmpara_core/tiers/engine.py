@@ -276,7 +276,9 @@ def _rates(hardware: Hardware, precision: Precision, estimated: bool,
     streamed at its ``kv_read`` fraction of that, ``roofline.kv_read_factor`` times for a
     model whose attention shares each K/V head among ``kv_group`` query heads (as
     :func:`~llmpara_core.roofline.op_time_s` does; 1.0 when the efficiency has no such
-    factor)."""
+    factor). Where the stack's decode attention is bound per compute unit
+    (``Rates.kv_limit_bytes_per_s``: every query head's pass over its group's K/V), a KV byte
+    takes the longer of that and its tier's stream, as ``roofline.effective_memory_bytes``."""
     r = rates(hardware, precision.compute_dtype, estimated, efficiency,
               tokens_in_flight=tokens_in_flight, batch=batch)
     eff = (efficiency or hardware.effective_efficiency) if estimated else None
@@ -285,7 +287,10 @@ def _rates(hardware: Hardware, precision: Precision, estimated: bool,
         return r, bw, np.zeros(len(bw))
     bw = bw * eff.memory
     kv_read = getattr(eff, "kv_read", 1.0)
-    return r, bw, (kv_read_factor(kv_group, r) / kv_read - 1.0) / bw
+    per_byte_s = kv_read_factor(kv_group, r) / kv_read / bw
+    if r.kv_limit_bytes_per_s > 0:
+        per_byte_s = np.maximum(per_byte_s, kv_group / r.kv_limit_bytes_per_s)
+    return r, bw, per_byte_s - 1.0 / bw
 
 
 def evaluate(placement: Placement, model: Model, hardware: Hardware, precision: Precision,

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -56,13 +55,10 @@ from llmpara_core.calibration import default_table, fitting  # noqa: E402
 from llmpara_core.calibration import measurements as validation  # noqa: E402
 from llmpara_core.units import S_PER_US  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from device_bandwidth_whatif import summary  # noqa: E402  (same row summary)
+
 CLASSES = ("datacenter-gpu", "consumer-gpu", "unified-soc")
-
-
-def summary(errors: list[float]) -> str:
-    a = [abs(e) for e in errors]
-    return (f"{len(a)} rows, median |error| {statistics.median(a):.2%}, within 4 % "
-            f"{sum(x <= 0.04 for x in a)}, within 6 % {sum(x <= 0.06 for x in a)}")
 
 
 def main(argv=None) -> int:

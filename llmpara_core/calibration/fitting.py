@@ -555,25 +555,31 @@ def fit_kquant_limits(rows: list[Mapped], table: EfficiencyTable) -> dict:
     out = {}
     if not KQUANT_STREAM:
         return out
-    lo, hi = (math.log(b) for b in STREAM_BOUNDS)
     for cls, rs in kquant_rows(rows).items():
         if len(rs) < MIN_DECODE_ROWS or len({device_key(r.hardware) for r in rs}) < 2:
             continue
-        feats = [features(r) for r in rs]
-        bases = [table.efficiency_for(r.hardware) for r in rs]
-        meas = np.array([r.measurement.value for r in rs])
-        w = weights(rs)
-
-        def loss(x, feats=feats, bases=bases, meas=meas, w=w):
-            check_time_budget()
-            v = math.exp(min(hi, max(lo, float(x[0]))))
-            pred = np.array([f.predict(replace(b, kquant_stream_bytes_per_cu_cycle=v))
-                             for f, b in zip(feats, bases)])
-            return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
-        x0 = min((np.log([g]) for g in KQUANT_GRID), key=loss)
-        x = nelder_mead(loss, x0, step=0.1)
-        out[cls] = math.exp(min(hi, max(lo, float(x[0]))))
+        out[cls] = _fit_bound(rs, table, "kquant_stream_bytes_per_cu_cycle", KQUANT_GRID)
     return out
+
+
+def _fit_bound(rs: list[Mapped], table: EfficiencyTable, field: str, grid) -> float:
+    """One per-compute-unit streaming bound (``Efficiency.<field>``, bytes per unit-cycle)
+    fitted on the rows ``rs``, everything else held at ``table``'s values: the best value of
+    ``grid``, then Nelder-Mead in log space, within ``STREAM_BOUNDS``."""
+    lo, hi = (math.log(b) for b in STREAM_BOUNDS)
+    feats = [features(r) for r in rs]
+    bases = [table.efficiency_for(r.hardware) for r in rs]
+    meas = np.array([r.measurement.value for r in rs])
+    w = weights(rs)
+
+    def loss(x):
+        check_time_budget()
+        v = math.exp(min(hi, max(lo, float(x[0]))))
+        pred = np.array([f.predict(replace(b, **{field: v})) for f, b in zip(feats, bases)])
+        return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
+    x0 = min((np.log([g]) for g in grid), key=loss)
+    x = nelder_mead(loss, x0, step=0.1)
+    return math.exp(min(hi, max(lo, float(x[0]))))
 
 
 def _with_kquant(classes: dict, limits: dict) -> dict:
@@ -627,25 +633,11 @@ def fit_kv_limits(rows: list[Mapped], table: EfficiencyTable) -> dict:
     out = {}
     if not KV_STREAM:
         return out
-    lo, hi = (math.log(b) for b in STREAM_BOUNDS)
     for cls, rs in kv_rows(rows).items():
         long = [r for r in rs if r.workload.prompt_len + r.workload.gen_len >= KV_MIN_CONTEXT]
         if len(rs) < MIN_DECODE_ROWS or len({device_key(r.hardware) for r in long}) < 2:
             continue
-        feats = [features(r) for r in rs]
-        bases = [table.efficiency_for(r.hardware) for r in rs]
-        meas = np.array([r.measurement.value for r in rs])
-        w = weights(rs)
-
-        def loss(x, feats=feats, bases=bases, meas=meas, w=w):
-            check_time_budget()
-            v = math.exp(min(hi, max(lo, float(x[0]))))
-            pred = np.array([f.predict(replace(b, kv_stream_bytes_per_cu_cycle=v))
-                             for f, b in zip(feats, bases)])
-            return float(np.sum(w * huber(np.log(pred / meas))) / np.sum(w))
-        x0 = min((np.log([g]) for g in KV_GRID), key=loss)
-        x = nelder_mead(loss, x0, step=0.1)
-        out[cls] = math.exp(min(hi, max(lo, float(x[0]))))
+        out[cls] = _fit_bound(rs, table, "kv_stream_bytes_per_cu_cycle", KV_GRID)
     return out
 
 

@@ -537,7 +537,10 @@ HEADER = """\
 #                  (GPU classes: at a 2,000 MHz boost clock; a GPU whose preset gives
 #                  boost_clock_MHz = f pays (2000 / f) ** 0.5 times it -- the launch is
 #                  partly GPU cycles, partly host and driver time; the exponent was chosen
-#                  on a grid by the in-sample fit, hardware.CLOCK_OVERHEAD_EXPONENT);
+#                  on a grid by the in-sample fit, hardware.CLOCK_OVERHEAD_EXPONENT; and
+#                  at a 3.5 GHz host CPU: a calibration row whose notebook names its host
+#                  pays 3.5 GHz / the host's boost clock times it, measurements.NOTEBOOK_HOSTS
+#                  -- a scenario outside validation uses the value as it stands);
 #                  kv_read = fraction of that bandwidth decode attention reaches reading the
 #                  KV cache (llama.cpp batch 1: one block per head, short strided rows);
 #                  kv_reread = share of a GQA group's K/V read again per further query head

@@ -28,6 +28,7 @@ import csv
 import functools
 import io
 import math
+import re
 from dataclasses import dataclass, replace
 
 from ..analysis import analyze
@@ -559,6 +560,32 @@ HOST_REFERENCE_GHZ = 3.5
 HOST_CLOCK_EXPONENT = 1.0
 
 
+# HIP's per-kernel dispatch on a replayed graph (issue 27, gf32; a what-if, OFF). gpt-fast's
+# MI250X rows (github pytorch-labs/gpt-fast@32971d31 README.md "AMD": one GCD of an MI250X)
+# ran the same `torch.compile(mode="reduce-overhead")` decode step as its A100 rows. Inductor's
+# CUDA-graph trees carry no ROCm guard (pytorch/pytorch issue #187715: "`cudagraph_trees` has
+# zero ROCm awareness and unconditionally enables the new cudagraph implementation on ROCm"),
+# and PyTorch mainline has replayed hipGraphs since ROCm 5.3 (pytorch/pytorch PR #88202,
+# merged 2023-02-14): the MI250X rows replayed a graph too, so they were not graphless (the
+# llama.cpp layer-split rule above does not apply). What may differ is what one node of a
+# replayed graph costs under HIP: the one published per-node figure found is on RDNA3 (ROCm/
+# rocm-systems issue #10834, 2026-08-27, Radeon Pro W7900 gfx1100, 941 serialized dispatches
+# of a tiny kernel replayed: HIP graph 3.865 us per node against 0.876 us for the same chain in
+# a Vulkan command buffer on the same GPU, i.e. 2.99 us more per node), not on CDNA2 and not
+# at the rows' ROCm (Dec 2023). HIP_GRAPH_NODE_EXTRA_S adds that much to each kernel launch of
+# a row run through ROCm / HIP (``hip_runtime``); 0 = off (the model as before). Measured with
+# scripts/hip_dispatch_whatif.py (docstring has the figures); not kept on.
+HIP_GRAPH_NODE_EXTRA_S = 0.0
+HIP_GRAPH_NODE_CITED_S = (3.865 - 0.876) * S_PER_US
+
+
+def hip_runtime(row: Mapped) -> bool:
+    """Whether ``row`` ran through AMD's ROCm / HIP runtime (its stack names ROCm or HIP;
+    llama.cpp's Vulkan back end on AMD cards does not)."""
+    fw = row.measurement.framework.lower()
+    return "rocm" in fw or re.search(r"\bhip\b", fw) is not None
+
+
 def notebook_host(row: Mapped) -> tuple[str, float] | None:
     """(CPU, boost GHz) of the host behind ``row``, where its source notebook states it."""
     src = row.measurement.source
@@ -632,6 +659,10 @@ def build_efficiency(row: Mapped, efficiency):
     if host != 1.0:
         efficiency = copy.copy(efficiency)
         object.__setattr__(efficiency, "kernel_overhead_s", efficiency.kernel_overhead_s * host)
+    if HIP_GRAPH_NODE_EXTRA_S and hip_runtime(row):
+        efficiency = copy.copy(efficiency)
+        object.__setattr__(efficiency, "kernel_overhead_s",
+                           efficiency.kernel_overhead_s + HIP_GRAPH_NODE_EXTRA_S)
     if graphless_decode(row):
         efficiency = copy.copy(efficiency)
         object.__setattr__(efficiency, "kernel_overhead_s",

@@ -264,6 +264,7 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "spec_host_seq_us": ("spec_host_seq_s", S_PER_US),
                  "tp_row_copy_us": ("tp_row_copy_s", S_PER_US),
                  "node_step_us": ("node_step_s", S_PER_US),
+                 "eager_launch_us": ("eager_launch_s", S_PER_US),
                  "stream_bytes_per_cu_cycle": ("stream_bytes_per_cu_cycle", 1.0),
                  "quant_stream_bytes_per_cu_cycle": ("quant_stream_bytes_per_cu_cycle", 1.0)}
 

@@ -7,10 +7,12 @@ other eager rows alone (``fitting.fit_eager_launch``), and in sample (fitted on 
 
 Only the eager cost is refitted here (the class and stack values are the shipped table's);
 ``llmpara validate --regime batch-1 --loo --device nvidia-a10g --device nvidia-a100-sxm-80gb``
-refits everything per fold. Measured on branch vl32 (shipped table of main 9890937, A10G fp16
-62.89 TFLOPS): eager_launch fitted on the A10G row alone 15.8 us -> A100 TP4 row D0658 +0.8 %;
-on the A100 row alone 16.6 us -> A10G TP8 row D0664 -1.3 %; in sample 16.2 us (+1.7 / +0.9 %).
-With the rule off: D0658 +67.7 %, D0664 +45 % (with the A10G's FP32 fallback peak: -14.9 %).
+refits everything per fold. Measured on branch vl32 (main 9890937's table, the A10G at 62.89
+FP16 TFLOPS): fitted on the A10G row alone 16.68 us per launch -> A100 TP4 row D0658 +2.7 %;
+on the A100 row alone 17.83 us -> A10G TP8 row D0664 -2.0 %; in sample 17.25 us (+1.3 /
+-1.0 %). --off: D0658 +67.8 %, D0664 +42.4 % (with the A10G's former FP32 fallback peak,
+-14.9 %). In the folds of `validate --loo` (classes refitted without the device): D0658
+-0.0 %, D0664 -2.0 %.
 """
 
 from __future__ import annotations

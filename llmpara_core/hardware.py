@@ -218,7 +218,11 @@ class Efficiency:
     a node is timed by NCCL's own tuning model (``parallel.collectives.Net.time``,
     ``nccl_ring_all_reduce_s``: its base and per-step latencies on the link's path, PCI or
     NVLink) instead of the one-shot estimate. Set by the stack (the reference stack's class
-    values and its profile), not by hardware files."""
+    values and its profile), not by hardware files. ``eager_launch_s``: the host time a build
+    of the stack that dispatches every kernel from Python (PyTorch eager, no CUDA graph) pays
+    per kernel launch on top of ``kernel_overhead_s``, fixed in time whatever the GPU; added
+    only to the measurement rows whose build ran so (``calibration.measurements.eager_decode``
+    and ``build_efficiency``: vLLM before its CUDA graphs), never to an estimate."""
     compute: float = 1.0
     memory: float = 1.0
     kernel_overhead_s: float = 0.0
@@ -247,6 +251,7 @@ class Efficiency:
     quant_dequant_bytes: float = 0.0
     prompt_gemm_waves: bool = False
     nccl_all_reduce: bool = False
+    eager_launch_s: float = 0.0
 
     def __post_init__(self):
         check_float("efficiency_fraction", self.compute, "efficiency.compute")
@@ -267,6 +272,7 @@ class Efficiency:
                       hi=1e7)
         require_float("efficiency.expert_half_tokens", self.expert_half_tokens, lo=0, hi=1e6)
         require_float("efficiency.node_step_s", self.node_step_s, lo=0, hi=1)
+        require_float("efficiency.eager_launch_s", self.eager_launch_s, lo=0, hi=1)
         require_float("efficiency.quant_dequant_bytes", self.quant_dequant_bytes, lo=0, hi=64)
         check_float("efficiency_fraction", self.quant_compute, "efficiency.quant_compute")
         check_float("efficiency_fraction", self.quant_memory, "efficiency.quant_memory")

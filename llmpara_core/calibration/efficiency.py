@@ -264,6 +264,7 @@ ABSOLUTE_KEYS = {"memory": ("memory", 1.0), "compute": ("compute", 1.0), "kv_rea
                  "spec_host_seq_us": ("spec_host_seq_s", S_PER_US),
                  "tp_row_copy_us": ("tp_row_copy_s", S_PER_US),
                  "node_step_us": ("node_step_s", S_PER_US),
+                 "eager_launch_us": ("eager_launch_s", S_PER_US),
                  "stream_bytes_per_cu_cycle": ("stream_bytes_per_cu_cycle", 1.0),
                  "quant_stream_bytes_per_cu_cycle": ("quant_stream_bytes_per_cu_cycle", 1.0)}
 
@@ -665,6 +666,13 @@ HEADER = """\
 #                  tensor-split rows of the value at which the model meets each
 #                  (fitting.fit_row_copy; three 2023 rows, Llama-2-70B F16 on 4 and 8 A100s and
 #                  8 A10Gs over PCIe).
+#                  eager_launch_us (vllm-legacy): host time per kernel launch of a vLLM build
+#                  before its CUDA graphs (github vllm-project/vllm PR #1926, merged
+#                  2023-12-17): each op dispatched from Python on every TP worker, fixed in
+#                  time whatever the GPU; added only to the decode rows of such builds
+#                  (measurements.eager_decode), never to an estimate. The median over those
+#                  rows of the value at which the model meets each (fitting.fit_eager_launch;
+#                  two 2023 llm-perf-bench rows, Llama-2-70B F16 on 4 A100s and 8 A10Gs).
 #                  spec_host_seq_us (tensorrt-llm): host work per sequence per pass that the
 #                  overlap scheduler hides in plain decoding but speculative decoding, which
 #                  switches the overlap off, pays serially: added to each draft + verify

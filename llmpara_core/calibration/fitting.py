@@ -740,6 +740,37 @@ def fit_row_copy(rows: list[Mapped], table: EfficiencyTable) -> float | None:
     return float(np.median(implied)) if implied else None
 
 
+EAGER_STACK = "vllm-legacy"
+MAX_EAGER_LAUNCH_S = 1e-3
+
+
+def eager_rows(rows: list[Mapped]) -> list[Mapped]:
+    """The rows of a build that dispatched every kernel from Python
+    (``measurements.eager_decode``), of a device without its own efficiency."""
+    return [r for r in rows if r.hardware.efficiency is None and validation.eager_decode(r)]
+
+
+def fit_eager_launch(rows: list[Mapped], table: EfficiencyTable) -> float | None:
+    """``eager_launch_s`` of the vLLM < 0.6 profile: the host time per kernel launch of its
+    builds before CUDA graphs (``measurements.VLLM_GRAPHS_FROM``). Each such row implies the
+    value at which the model meets it (bisection: the predicted speed falls as it grows), and
+    the median over rows is taken, as ``fit_row_copy`` does. One value for every GPU: a host
+    cost, not scaled by the device. None without such rows (the data: two 2023 llm-perf-bench
+    rows, Llama-2-70B F16 on 4 A100s and on 8 A10Gs over PCIe; in a leave-one-device-out fold
+    the other device's row alone)."""
+    implied = []
+    for r in eager_rows(rows):
+        base = table.efficiency_for(r.hardware, EAGER_STACK)
+
+        def slowness(c: float) -> float:          # 1 / speed: grows with the launch cost
+            eff = replace(base, eager_launch_s=c)
+            return 1.0 / metric_value(r.measurement.metric, timings(r, eff)[1], r.workload)
+        c = implied_cost(slowness, 1.0 / r.measurement.value, MAX_EAGER_LAUNCH_S)
+        if c is not None:
+            implied.append(c)
+    return float(np.median(implied)) if implied else None
+
+
 # ---- the whole fit --------------------------------------------------------------------------
 
 def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True,
@@ -826,6 +857,14 @@ def fit_table(rows: list[Mapped], base: EfficiencyTable, frameworks: bool = True
         for name, donor in BORROW_KERNELS.items():
             if only is None or name in only or donor in only:
                 fws[name] = _borrowed(name, donor, fws, by_fw.get(name, []), table)
+        if EAGER_STACK in fws and (only is None or EAGER_STACK in only):
+            eager = fit_eager_launch(rows, replace(table, frameworks=dict(fws)))
+            if eager is not None:
+                p = fws[EAGER_STACK]
+                fws[EAGER_STACK] = replace(
+                    p, absolute={**p.absolute, "eager_launch_s": eager},
+                    note=p.note + "; eager_launch from its decode rows of builds before CUDA "
+                                  "graphs (host time per launch, measurements.eager_decode)")
         if only is None:
             fws.update(fit_tp_profiles(replace(table, frameworks=dict(fws)), fws))
             if energy is not None:

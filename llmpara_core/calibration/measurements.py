@@ -480,6 +480,26 @@ GRAPHLESS_LAUNCH_S = 0.734 * S_PER_US
 # layer-split rows 3.8 -> 2.9 %. False = every row priced as with graphs (the hop absorbs it).
 GRAPHLESS_SPLIT_DECODE = True
 
+# vLLM before its CUDA graphs (issue 27, vl32). vLLM captured decode steps into CUDA graphs from
+# github vllm-project/vllm PR #1926 ("Optimize model execution with CUDA graph": "uses CUDA
+# graph to optimize the CPU overheads in model execution ... particularly effective for small
+# models and when using tensor parallelism"; opened 2023-12-05, merged 2023-12-17 -- its last
+# review threads, and PR #2154 of that day forbidding it for GPTQ models, are of 2023-12-17).
+# A decode row of an earlier vLLM build ran every step eagerly: each PyTorch op of the model
+# dispatched from Python on every tensor-parallel worker, a host cost per kernel fixed in time
+# whatever the GPU (``Efficiency.eager_launch_s``, the vLLM < 0.6 profile's value; fitted in
+# ``fitting.fit_eager_launch``, no cited per-op figure for that build was found).
+VLLM_GRAPHS_FROM = "2023-12-17"
+# Build dates of the vLLM builds behind measurement rows, by the row's framework label (the
+# rows name their commit): github mlc-ai/llm-perf-bench@d401356f README, Setup Details: vLLM
+# commit acbed3ef of 2023-10-06 (before v0.2.1 of 2023-10-16). The ML.ENERGY v0.4 / v0.5 rows
+# ran 2024 releases, after PR #1926, and are not listed.
+VLLM_BUILD_DATES = {"vllm v0.2 (commit acbed3e of 2023-10-06)": "2023-10-06"}
+# The rule (on). Measured (scripts/vllm_eager_whatif.py; the two rows each predicted from the
+# other's fit): see docs/accuracy.md, "vLLM v0.2 decoded eagerly". False = those rows priced
+# as a CUDA-graph build.
+EAGER_VLLM_DECODE = True
+
 
 # Kernel fusion in 2025 llama.cpp CUDA builds (issue 27). Two changes of mid-2025 take launches
 # out of every dense layer of a pass: PR #14800 ("CUDA: add fused rms norm", github
@@ -643,6 +663,24 @@ def graphless_decode(row: Mapped) -> bool:
     return date is not None and date < PIPELINE_GRAPHS_FROM
 
 
+def vllm_build_date(row: Mapped) -> str | None:
+    """ISO date of the vLLM build behind ``row``, where its framework label names one
+    (``VLLM_BUILD_DATES``)."""
+    label = row.measurement.framework.strip().lower()
+    return next((d for s, d in VLLM_BUILD_DATES.items() if label.startswith(s)), None)
+
+
+def eager_decode(row: Mapped) -> bool:
+    """Whether ``row`` is a vLLM (< 0.6 profile) decode row of a build that predates vLLM's
+    CUDA graphs (``VLLM_GRAPHS_FROM``): each kernel dispatched from Python
+    (``Efficiency.eager_launch_s`` more per launch)."""
+    if not EAGER_VLLM_DECODE or row.framework != "vllm-legacy" \
+            or row.measurement.metric != "decode_tok_s":
+        return False
+    date = vllm_build_date(row)
+    return date is not None and date < VLLM_GRAPHS_FROM
+
+
 def llama_cpp_build_date(row: Mapped) -> str | None:
     """ISO date of the llama.cpp build behind ``row``, where its source gives one."""
     src = row.measurement.source
@@ -661,7 +699,8 @@ def tiled_prompt_gemms(row: Mapped) -> bool:
 
 def build_efficiency(row: Mapped, efficiency):
     """``efficiency`` as the build ``row`` ran uses it: for ``graphless_decode`` rows, each
-    kernel launch ``GRAPHLESS_LAUNCH_S`` dearer (no CUDA graph); for ``tiled_prompt_gemms``
+    kernel launch ``GRAPHLESS_LAUNCH_S`` dearer (no CUDA graph); for ``eager_decode`` rows,
+    ``efficiency.eager_launch_s`` dearer (PyTorch eager dispatch); for ``tiled_prompt_gemms``
     rows, prompt GEMMs tiled in waves over the SMs (``Efficiency.prompt_gemm_waves``); for
     ``cublas_prompts`` rows, quantised prompt matmuls at the 16-bit GEMM's rate (no int8 unit, ``quant_compute`` 1) after a
     dequantising pass that reads each block and writes a 16-bit copy: 1 + 16 / bits bytes per
@@ -686,6 +725,10 @@ def build_efficiency(row: Mapped, efficiency):
         efficiency = copy.copy(efficiency)
         object.__setattr__(efficiency, "kernel_overhead_s",
                            efficiency.kernel_overhead_s + GRAPHLESS_LAUNCH_S)
+    if efficiency.eager_launch_s and eager_decode(row):
+        efficiency = copy.copy(efficiency)
+        object.__setattr__(efficiency, "kernel_overhead_s",
+                           efficiency.kernel_overhead_s + efficiency.eager_launch_s)
     if tiled_prompt_gemms(row) and not efficiency.prompt_gemm_waves:
         efficiency = copy.copy(efficiency)
         object.__setattr__(efficiency, "prompt_gemm_waves", True)

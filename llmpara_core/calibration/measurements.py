@@ -557,6 +557,17 @@ LLAMA_GRAPH_EXTRA_KERNELS = True
 # 30B.A3B Q4_0 194.24 -> 205.87 tok/s for 8 fewer per layer (k = 8: 7 adds -> 1, and the two
 # norms; 48 layers: 384): 0.291 ms / 384 = 0.76 us. Their mean, 0.90 us, cited, not fitted.
 # None = charge each at the row's fitted per-kernel cost instead (the what-if the docs compare).
+# Measured (`llmpara validate --regime batch-1 --loo --time-budget 3000 --format json`, main at
+# 9890937 -> on, 0.90 us): batch 1 3.90 -> 3.90 % (rows within 4 %: 141 -> 143 of 275),
+# consumer GPUs 2.72 -> 3.09 % (within 6 %: 91 -> 93 of 115; within 4 %: 74 -> 73), datacenter
+# GPUs 7.29 -> 7.35 % (within 6 %: 30 -> 31 of 67), unified SoCs 3.52 % unchanged; rows:
+# RTX 3090 gpt-oss tg128 +18.6 -> +12.9 %, RTX 5070 Ti +9.9 -> +3.9 %. Each at the class's
+# per-kernel cost instead (None): batch 1 4.12 % (134 within 4 %: below the 138 the 4 % bar
+# needs), consumer 3.34 %, datacenter 7.71 % (30), gpt-oss rows -0.4 / -9.7 % -- rejected.
+# What is left of the 3090 row is not launches: PR #15631's own late-August master ran gpt-oss
+# 20B on an RTX 3090 at 182.88 tok/s one token at a time over a 4,096-token prompt (mean
+# context ~2,048; for reading, not fitted), where this model with the shipped table says 173
+# tok/s; the guide's 3090 build gave 161.77 at an empty context.
 LLAMA_GRAPH_EXTRA_KERNEL_S: float | None = 0.90 * S_PER_US
 
 

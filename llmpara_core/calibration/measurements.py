@@ -778,7 +778,10 @@ def tiled_prompt_gemms(row: Mapped) -> bool:
 def build_efficiency(row: Mapped, efficiency):
     """``efficiency`` as the build ``row`` ran uses it: for ``graphless_decode`` rows, each
     kernel launch ``GRAPHLESS_LAUNCH_S`` dearer (no CUDA graph); for ``eager_decode`` rows,
-    ``efficiency.eager_launch_s`` dearer (PyTorch eager dispatch); for ``tiled_prompt_gemms``
+    ``efficiency.eager_launch_s`` dearer (PyTorch eager dispatch); for ``hip_runtime`` rows,
+    each launch ``HIP_GRAPH_NODE_EXTRA_S`` dearer (a HIP graph node); for rows whose llama.cpp
+    CUDA graph holds kernels the operator list does not (``llama_graph_extra_kernels``), each
+    pass ``LLAMA_GRAPH_EXTRA_KERNEL_S`` per such kernel dearer; for ``tiled_prompt_gemms``
     rows, prompt GEMMs tiled in waves over the SMs (``Efficiency.prompt_gemm_waves``); for
     ``cublas_prompts`` rows, quantised prompt matmuls at the 16-bit GEMM's rate (no int8 unit, ``quant_compute`` 1) after a
     dequantising pass that reads each block and writes a 16-bit copy: 1 + 16 / bits bytes per

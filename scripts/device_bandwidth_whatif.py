@@ -143,19 +143,26 @@ def main(argv=None) -> int:
     for f in factors:
         t0 = time.time()
         preds = fitting.leave_one_device_out(scaled(mapped, args.device, f), table, folds)
-        new = {p.row.measurement.row_id: p.error for p in preds
-               if validation.regime(p.row) == "batch-1"}
-        rows = [(p["class"], new.get(p["row_id"], p["error"])) for p in base]
         print(f"\nfactor {f:.3f} ({time.time() - t0:.0f} s)")
-        print(f"  overall:        {summary([e for _, e in rows])}")
-        for c in CLASSES:
-            print(f"  {c:15s} {summary([e for k, e in rows if k == c])}")
-        for p in sorted(preds, key=lambda p: p.row.measurement.row_id):
-            if p.row.framework in stacks and validation.regime(p.row) == "batch-1":
-                m = p.row.measurement
-                print(f"    {m.row_id} {p.row.hardware.slug:28s} {m.quant[:24]:24s} "
-                      f"x{p.row.devices}  {p.error:+.3f}")
+        report_folds(preds, base, stacks)
     return 0
+
+
+def report_folds(preds, base: list[dict], stacks) -> None:
+    """Print the batch-1 held-out summary (overall and per class) with the rerun folds'
+    predictions ``preds`` in place of their rows in ``base`` (the baseline JSON's
+    predictions), then the rerun rows of ``stacks`` one by one."""
+    new = {p.row.measurement.row_id: p.error for p in preds
+           if validation.regime(p.row) == "batch-1"}
+    rows = [(p["class"], new.get(p["row_id"], p["error"])) for p in base]
+    print(f"  overall:        {summary([e for _, e in rows])}")
+    for c in CLASSES:
+        print(f"  {c:15s} {summary([e for k, e in rows if k == c])}")
+    for p in sorted(preds, key=lambda p: p.row.measurement.row_id):
+        if p.row.framework in stacks and validation.regime(p.row) == "batch-1":
+            m = p.row.measurement
+            print(f"    {m.row_id} {p.row.hardware.slug:28s} {m.quant[:24]:24s} "
+                  f"x{p.row.devices}  {p.error:+.3f}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -37,14 +36,10 @@ sys.path.insert(0, str(ROOT))
 from llmpara_core.calibration import default_table, fitting  # noqa: E402
 from llmpara_core.calibration import measurements as validation  # noqa: E402
 
-CLASSES = ("datacenter-gpu", "consumer-gpu", "unified-soc")
-S_PER_US = 1e-6
+from llmpara_core.units import S_PER_US  # noqa: E402
 
-
-def summary(errors: list[float]) -> str:
-    a = [abs(e) for e in errors]
-    return (f"{len(a)} rows, median |error| {statistics.median(a):.2%}, within 4 % "
-            f"{sum(x <= 0.04 for x in a)}, within 6 % {sum(x <= 0.06 for x in a)}")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from device_bandwidth_whatif import report_folds, summary  # noqa: E402  (same report)
 
 
 def batch1(p: dict) -> bool:
@@ -83,18 +78,8 @@ def main(argv=None) -> int:
             validation.HIP_GRAPH_NODE_EXTRA_S = us * S_PER_US
             t0 = time.time()
             preds = fitting.leave_one_device_out(mapped, table, folds)
-            new = {p.row.measurement.row_id: p.error for p in preds
-                   if validation.regime(p.row) == "batch-1"}
-            rows = [(p["class"], new.get(p["row_id"], p["error"])) for p in base]
             print(f"\n+{us:.3f} us per HIP kernel ({time.time() - t0:.0f} s), held out")
-            print(f"  overall:        {summary([e for _, e in rows])}")
-            for c in CLASSES:
-                print(f"  {c:15s} {summary([e for k, e in rows if k == c])}")
-            for p in sorted(preds, key=lambda p: p.row.measurement.row_id):
-                if p.row.framework in stacks and validation.regime(p.row) == "batch-1":
-                    m = p.row.measurement
-                    print(f"    {m.row_id} {p.row.hardware.slug:28s} {m.quant[:24]:24s} "
-                          f"x{p.row.devices}  {p.error:+.3f}")
+            report_folds(preds, base, stacks)
             if args.in_sample:
                 t = fitting.fit_table(mapped, table, only=stacks, classes_too=False)
                 ins = [p for p in validation.predict_all(

@@ -727,14 +727,23 @@ def fit_row_copy(rows: list[Mapped], table: EfficiencyTable) -> float | None:
     speed falls as the cost grows), and the median over rows is taken, as the stage hop takes
     the median over groups. None without such rows (the data: three 2023 llm-perf-bench rows,
     Llama-2-70B F16 on 4 and 8 A100s and 8 A10Gs over PCIe)."""
-    implied = []
-    for r in row_split_rows(rows):
-        base = table.efficiency_for(r.hardware, REFERENCE_FRAMEWORK)
+    return median_implied(row_split_rows(rows), table, REFERENCE_FRAMEWORK, "tp_row_copy_s",
+                          MAX_ROW_COPY_S)
 
-        def slowness(c: float) -> float:          # 1 / speed: grows with the copy cost
-            eff = replace(base, tp_row_copy_s=c)
+
+def median_implied(rows: list[Mapped], table: EfficiencyTable, stack: str, field: str,
+                   bound_s: float) -> float | None:
+    """The median over ``rows`` of the value of the cost ``field`` (an ``Efficiency`` time,
+    0 .. ``bound_s``) at which the model meets each row, on ``stack``'s efficiency
+    (bisection: the predicted speed falls as the cost grows); None without such a value."""
+    implied = []
+    for r in rows:
+        base = table.efficiency_for(r.hardware, stack)
+
+        def slowness(c: float) -> float:          # 1 / speed: grows with the cost
+            eff = replace(base, **{field: c})
             return 1.0 / metric_value(r.measurement.metric, timings(r, eff)[1], r.workload)
-        c = implied_cost(slowness, 1.0 / r.measurement.value, MAX_ROW_COPY_S)
+        c = implied_cost(slowness, 1.0 / r.measurement.value, bound_s)
         if c is not None:
             implied.append(c)
     return float(np.median(implied)) if implied else None
@@ -758,17 +767,8 @@ def fit_eager_launch(rows: list[Mapped], table: EfficiencyTable) -> float | None
     cost, not scaled by the device. None without such rows (the data: two 2023 llm-perf-bench
     rows, Llama-2-70B F16 on 4 A100s and on 8 A10Gs over PCIe; in a leave-one-device-out fold
     the other device's row alone)."""
-    implied = []
-    for r in eager_rows(rows):
-        base = table.efficiency_for(r.hardware, EAGER_STACK)
-
-        def slowness(c: float) -> float:          # 1 / speed: grows with the launch cost
-            eff = replace(base, eager_launch_s=c)
-            return 1.0 / metric_value(r.measurement.metric, timings(r, eff)[1], r.workload)
-        c = implied_cost(slowness, 1.0 / r.measurement.value, MAX_EAGER_LAUNCH_S)
-        if c is not None:
-            implied.append(c)
-    return float(np.median(implied)) if implied else None
+    return median_implied(eager_rows(rows), table, EAGER_STACK, "eager_launch_s",
+                          MAX_EAGER_LAUNCH_S)
 
 
 # ---- the whole fit --------------------------------------------------------------------------
